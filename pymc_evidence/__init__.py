@@ -1,0 +1,40 @@
+"""pymc_evidence: marginal likelihoods (model evidence) with honest error bars for PyMC models.
+
+Examples
+--------
+>>> import pymc as pm, pymc_evidence as pme
+>>> with pm.Model() as model:
+...     mu = pm.Normal("mu", 0, 1)
+...     pm.Normal("y", mu, 1, observed=[0.1, -0.3])
+...     idata = pme.sample_evidence(method="ct", draws=300, tune=300, chains=2,
+...                                 random_seed=1, progressbar=False)
+>>> est = pme.log_evidence(idata)
+"""
+
+__version__ = "0.1.0"
+
+from .base import BaseFitError, GaussianBase, PriorBase, fit_base
+from .compare import bayes_factor, compare
+from .estimators import EvidenceEstimate
+from .estimators.diagnostics import EvidenceWarning
+from .hygiene import ModelHygieneError, check_model
+from .results import log_evidence
+from .steps import GibbsContinuousTempering
+from .transforms import continuous_tempering
+
+__all__ = [
+    "BaseFitError",
+    "EvidenceEstimate",
+    "EvidenceWarning",
+    "GaussianBase",
+    "GibbsContinuousTempering",
+    "ModelHygieneError",
+    "PriorBase",
+    "__version__",
+    "bayes_factor",
+    "check_model",
+    "compare",
+    "continuous_tempering",
+    "fit_base",
+    "log_evidence",
+]

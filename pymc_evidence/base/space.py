@@ -1,0 +1,154 @@
+"""The model's raveled unconstrained space, and one compiled log density on it.
+
+Every base density and every sampler of this package works on the same flat vector: PyMC's
+value variables (unconstrained, transforms applied) raveled in ``model.value_vars`` order. The
+log density on it is ``model.logp(jacobian=True)``, so a normalized base here integrates the
+model's joint density to the marginal likelihood.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.blocking import DictToArrayBijection, RaveledVars
+from pytensor.graph.replace import graph_replace
+
+__all__ = ["ModelSpace", "model_space"]
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class ModelSpace:
+    """Raveled unconstrained coordinates of a PyMC model, with its compiled log density.
+
+    Use :func:`model_space` to get one: it is built once per model and cached, so the
+    log-density function is compiled once.
+
+    Attributes
+    ----------
+    model : pm.Model
+    names : tuple of str
+        Value-variable names, in raveling order.
+    shapes : tuple of tuple of int
+    sizes : tuple of int
+    """
+
+    model: pm.Model
+    names: tuple
+    shapes: tuple
+    sizes: tuple
+    _logp_dlogp: object = field(default=None, repr=False)
+    _unconstrain: object = field(default=None, repr=False)
+
+    @property
+    def ndim(self) -> int:
+        """Length of the raveled vector."""
+        return int(sum(self.sizes))
+
+    def ravel(self, point: dict) -> np.ndarray:
+        """Flatten a point (dict of value-variable name to array) into a vector."""
+        return np.concatenate([np.ravel(point[name]) for name in self.names]).astype(float)
+
+    def unravel(self, x: np.ndarray) -> dict:
+        """Split a vector back into a point dict keyed by value-variable names."""
+        info = tuple(
+            (name, shape, size, np.dtype(float))
+            for name, shape, size in zip(self.names, self.shapes, self.sizes, strict=True)
+        )
+        return DictToArrayBijection.rmap(RaveledVars(np.asarray(x, dtype=float), info))
+
+    def initial_x(self) -> np.ndarray:
+        """The model's initial point as a vector."""
+        return self.ravel(self.model.initial_point())
+
+    def logp_dlogp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Joint log density (Jacobians included) and its gradient at one vector."""
+        if self._logp_dlogp is None:
+            fn = self.model.logp_dlogp_function(ravel_inputs=True)
+            fn.set_extra_values({})
+            self._logp_dlogp = fn
+        logp, grad = self._logp_dlogp(np.asarray(x, dtype=float))
+        return float(logp), np.asarray(grad, dtype=float)
+
+    def logp_many(self, xs: np.ndarray) -> np.ndarray:
+        """Joint log density at each row of ``xs`` (shape ``(n, ndim)``)."""
+        return np.array([self.logp_dlogp(x)[0] for x in np.atleast_2d(xs)])
+
+    def compile_raveled(self, graph, model: pm.Model | None = None):
+        """Compile ``graph`` (in the value variables of ``model``, default this space's model,
+        or a clone of it) as a function of one flat vector."""
+        model = model or self.model
+        flat = pt.vector("x", dtype="float64")
+        replace, start = {}, 0
+        for var, shape, size in zip(model.value_vars, self.shapes, self.sizes, strict=True):
+            replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
+            start += size
+        return pytensor.function([flat], graph_replace(graph, replace))
+
+    def unconstrain(self, values: dict) -> np.ndarray:
+        """Map constrained draws (dict of free-variable name to array with leading sample
+        dims, as in a ``posterior`` group) to raveled unconstrained vectors.
+
+        Returns an array of shape ``sample_dims + (ndim,)``.
+        """
+        if self._unconstrain is None:
+            self._unconstrain = _compile_unconstrain(self.model)
+        rvs = self.model.free_RVs
+        first = np.asarray(values[rvs[0].name])
+        lead = first.shape[: first.ndim - len(self.model.initial_point()[self.names[0]].shape)]
+        n = int(np.prod(lead, dtype=int))
+        flat = {rv.name: np.asarray(values[rv.name]).reshape((n, -1)) for rv in rvs}
+        out = np.empty((n, self.ndim))
+        for i in range(n):
+            args = [flat[rv.name][i].reshape(rv.type.shape if None not in rv.type.shape
+                                              else np.shape(values[rv.name])[len(lead):])
+                    for rv in rvs]
+            out[i] = np.concatenate([np.ravel(v) for v in self._unconstrain(*args)])
+        return out.reshape((*lead, self.ndim))
+
+    def layout(self) -> dict:
+        """Names and sizes, to check that a base was fitted on the same space."""
+        return {"names": self.names, "sizes": self.sizes}
+
+
+def _compile_unconstrain(model: pm.Model):
+    """Function from constrained free-variable values to their unconstrained values."""
+    inputs = [rv.type() for rv in model.free_RVs]
+    to_input = dict(zip(model.free_RVs, inputs, strict=True))
+    outputs = []
+    for rv, value in zip(model.free_RVs, inputs, strict=True):
+        transform = model.rvs_to_transforms.get(rv)
+        outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
+    outputs = graph_replace(outputs, to_input, strict=False)
+    return pytensor.function(inputs, outputs, on_unused_input="ignore")
+
+
+def model_space(model: pm.Model | None = None) -> ModelSpace:
+    """Return the (cached) :class:`ModelSpace` of ``model`` or of the model in context.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     s = pm.HalfNormal("s")
+    ...     mu = pm.Normal("mu", shape=2)
+    >>> space = model_space(model)
+    >>> space.names, space.ndim
+    (('s_log__', 'mu'), 3)
+    """
+    model = pm.modelcontext(model)
+    space = _CACHE.get(model)
+    if space is None:
+        point = model.initial_point()
+        names = tuple(v.name for v in model.value_vars)
+        shapes = tuple(tuple(np.shape(point[n])) for n in names)
+        sizes = tuple(int(np.prod(s, dtype=int)) for s in shapes)
+        space = ModelSpace(model=model, names=names, shapes=shapes, sizes=sizes)
+        _CACHE[model] = space
+    return space

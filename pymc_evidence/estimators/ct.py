@@ -1,0 +1,413 @@
+"""Continuous-tempering (CT) evidence estimator of Graham & Storkey (2017).
+
+The extended target over ``(x, beta)``, ``beta in [0, 1]``, is
+``p(x, beta) ∝ exp(-beta phi(x) - (1 - beta) psi(x)) / zeta**beta`` with ``phi = -log`` of the
+unnormalised target, ``psi = -log`` of a *normalised* base density and ``zeta`` a guess of
+``Z``. Everything depends on ``x`` only through ``delta = phi(x) + log(zeta) - psi(x)``:
+
+* ``p(beta | x) = delta exp(-beta delta) / (1 - exp(-delta))``, a truncated exponential;
+* ``w0 = p(beta=0 | x) = delta / (1 - exp(-delta))``, ``w1 = p(beta=1 | x) = exp(-delta) w0``;
+* ``Z ≈ zeta * sum_s w1(x_s) / sum_s w0(x_s)`` over draws ``x_s`` of the joint's x-marginal.
+
+All weights are handled in log space through ``g(delta) = log w0``; note ``log w1(delta) =
+g(-delta)``.
+
+Non-finite ``delta``: the element-wise functions (:func:`log_w0`, :func:`log_w1`,
+:func:`expected_beta`, :func:`beta_cdf`, :func:`sample_beta`) return their limits at
+``±inf`` (``delta = +inf``, an impossible target state, gives ``w1 = 0``, ``log w0 = +inf``
+and ``beta = 0`` surely) and propagate ``nan``. The estimators (:func:`ct_log_evidence`,
+:func:`ct_weights`, :func:`base_moment_check`) raise ``ValueError`` on *any* non-finite
+``delta``, reporting the counts of ``nan``, ``+inf`` and ``-inf``. Reason: a state with
+``delta = ±inf`` has zero density under the extended target for every ``beta`` in ``(0, 1)``,
+so it cannot be a valid draw; and ``w0 = +inf`` would make the estimate ``-inf``. Such states
+mean a sampler defect (e.g. an unconverged initial point was kept), or a base that puts mass
+where the target is impossible (``+inf``; eq. 20 then converges to
+``Z / (1 - P_base(target impossible))``, not ``Z``) or vice versa (``-inf``; it converges to
+``Z (1 - P_target(base impossible))``), so no silent rule would be honest.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import special
+
+from .diagnostics import EvidenceWarning, evidence_messages, kish_ess
+from .mcse import (
+    _as_chains,
+    chain_agreement_pvalue,
+    log_ratio_of_means,
+    mcse_mean,
+    ratio_influence,
+)
+from .record import EvidenceEstimate
+
+__all__ = [
+    "log_w0",
+    "log_w1",
+    "expected_beta",
+    "beta_cdf",
+    "sample_beta",
+    "ct_log_evidence",
+    "ct_weights",
+    "base_moment_check",
+]
+
+#: Below this |delta| the Taylor series of g and of E[beta|x] are used.
+_SERIES_CUT = 0.25
+#: Below this |delta| the conditional of beta is treated as exactly uniform.
+_UNIFORM_CUT = 1e-250
+
+# g(d) = d/2 - sum_n B_2n d^2n / (2n (2n)!), n = 1..5.
+_G_SERIES = (-1 / 24, 1 / 2880, -1 / 181440, 1 / 9676800, -1 / 479001600)
+# E[beta|d] = g'(d) = 1/2 - sum_n B_2n d^(2n-1) / (2n)!, n = 1..5.
+_EB_SERIES = (-1 / 12, 1 / 720, -1 / 30240, 1 / 1209600, -1 / 47900160)
+
+
+def _even_series(d2: np.ndarray, coefs) -> np.ndarray:
+    """Horner evaluation of ``sum_k coefs[k] * d2**k`` for ``k = 0..``."""
+    out = np.zeros_like(d2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for c in coefs[::-1]:
+            out = out * d2 + c
+    return out
+
+
+def log_w0(delta) -> np.ndarray:
+    """``g(delta) = log w0 = log(delta / (1 - exp(-delta)))``, stable for every ``delta``.
+
+    Uses a Taylor series ``delta/2 - delta**2/24 + ...`` for ``|delta| < 0.25`` (``g(0) = 0``)
+    and ``log|d| - log(-expm1(-|d|)) + min(d, 0)`` otherwise; ``g(+inf) = +inf``,
+    ``g(-inf) = -inf``.
+
+    Parameters
+    ----------
+    delta : array_like
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``delta``.
+
+    Examples
+    --------
+    >>> float(log_w0(0.0))
+    0.0
+    >>> round(float(log_w0(-1e4)), 4)  # -1e4 + log(1e4)
+    -9990.7897
+    """
+    d = np.asarray(delta, dtype=float)
+    a = np.abs(d)
+    small = a < _SERIES_CUT
+    with np.errstate(divide="ignore", invalid="ignore"):
+        big = np.log(a) - np.log(-np.expm1(-a)) + np.minimum(d, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        series = d / 2.0 + d * d * _even_series(d * d, _G_SERIES)
+    out = np.where(small, series, big)
+    return np.where(d == -np.inf, -np.inf, out)
+
+
+def log_w1(delta) -> np.ndarray:
+    """``log w1 = log(delta / (exp(delta) - 1)) = g(delta) - delta``, computed as ``g(-delta)``.
+
+    Parameters
+    ----------
+    delta : array_like
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> bool(np.allclose(log_w1([-2.0, 0.0, 3.0]) - log_w0([-2.0, 0.0, 3.0]), [2.0, 0.0, -3.0]))
+    True
+    """
+    return log_w0(-np.asarray(delta, dtype=float))
+
+
+def expected_beta(delta) -> np.ndarray:
+    """``E[beta | x] = 1/delta - 1/(exp(delta) - 1)``, stable (``1/2`` at ``delta = 0``).
+
+    Parameters
+    ----------
+    delta : array_like
+
+    Returns
+    -------
+    ndarray
+        In ``[0, 1]``; ``0`` at ``delta = +inf``, ``1`` at ``-inf``.
+
+    Examples
+    --------
+    >>> float(expected_beta(0.0))
+    0.5
+    >>> round(float(expected_beta(100.0)), 6)
+    0.01
+    """
+    d = np.asarray(delta, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        big = 1.0 / d - 1.0 / np.expm1(d)
+    with np.errstate(over="ignore", invalid="ignore"):
+        series = 0.5 + d * _even_series(d * d, _EB_SERIES)
+    return np.where(np.abs(d) < _SERIES_CUT, series, big)
+
+
+def beta_cdf(b, delta) -> np.ndarray:
+    """CDF ``P(beta < b | x) = (1 - exp(-b delta)) / (1 - exp(-delta))`` of ``p(beta | x)``.
+
+    Computed as ``expm1(-b d) / expm1(-d)`` for ``d >= 0`` and as
+    ``exp(-(1 - b)|d|) expm1(-b|d|) / expm1(-|d|)`` for ``d < 0``, so it never overflows and
+    keeps relative accuracy in both tails. ``P(beta > 1 - b | delta) = beta_cdf(b, -delta)``.
+
+    Parameters
+    ----------
+    b, delta : array_like
+        Broadcast together; ``b`` is clipped to ``[0, 1]``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> float(beta_cdf(0.3, 0.0))
+    0.3
+    >>> round(float(beta_cdf(0.1, 50.0)), 4)  # 1 - exp(-5)
+    0.9933
+    """
+    b, d = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(delta, dtype=float))
+    b = np.clip(b, 0.0, 1.0)
+    a = np.abs(d)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.expm1(-b * a) / np.expm1(-a)
+        ratio = np.where(d < 0, np.exp(-(1.0 - b) * a) * ratio, ratio)
+    out = np.where(a < _UNIFORM_CUT, b, ratio)
+    out = np.where(b == 0.0, 0.0, np.where(b == 1.0, 1.0, out))
+    return np.where(np.isnan(d), np.nan, out)
+
+
+def sample_beta(delta, rng: np.random.Generator) -> np.ndarray:
+    """Exact draws of ``beta ~ p(beta | x) ∝ exp(-beta delta)`` on ``[0, 1]`` (inverse CDF).
+
+    One draw per element of ``delta``: with ``r ~ U(0, 1)`` and ``a = |delta|``,
+    ``t = -log1p(r expm1(-a)) / a`` and ``beta = t`` (``delta >= 0``) or ``1 - t``
+    (``delta < 0``); ``beta = r`` when ``a < 1e-250``.
+
+    Parameters
+    ----------
+    delta : array_like
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``delta``, values in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> beta = sample_beta(np.full(1000, 5.0), np.random.default_rng(0))
+    >>> bool(beta.min() >= 0.0 and beta.max() <= 1.0)
+    True
+    """
+    d = np.asarray(delta, dtype=float)
+    r = rng.random(d.shape)
+    a = np.abs(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = -np.log1p(r * np.expm1(-a)) / a
+    t = np.where(a < _UNIFORM_CUT, r, t)
+    beta = np.clip(np.where(d < 0, 1.0 - t, t), 0.0, 1.0)
+    return np.where(np.isnan(d), np.nan, beta)
+
+
+def _check_delta(delta) -> np.ndarray:
+    """``delta`` as a finite ``(chain, draw)`` array; raise ``ValueError`` otherwise."""
+    d = _as_chains(delta, "delta")
+    bad = ~np.isfinite(d)
+    if bad.any():
+        n_nan = int(np.isnan(d).sum())
+        n_pos = int((d == np.inf).sum())
+        raise ValueError(
+            f"delta has {int(bad.sum())} non-finite values of {d.size} ({n_nan} nan, "
+            f"{n_pos} +inf, {int(bad.sum()) - n_nan - n_pos} -inf); CT estimators need finite "
+            "phi(x) + log(zeta) - psi(x) at every kept draw (see pymc_evidence.estimators.ct)"
+        )
+    return d
+
+
+def _ct_diagnostics(d, lw0, lw1, log_ratio, per_chain, per_chain_se) -> dict:
+    """Scalar diagnostics of :func:`ct_log_evidence` (see its docstring)."""
+    several = d.shape[0] > 1
+    common_se = np.sqrt(np.mean(per_chain_se**2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        max_z = np.max(np.abs(per_chain - log_ratio)) / common_se if several else np.nan
+    return {
+        "n_chains": float(d.shape[0]),
+        "n_draws": float(d.size),
+        "ess_w1": kish_ess(lw1),
+        "ess_w0": kish_ess(lw0),
+        "frac_beta_lt_0.1": float(np.mean(beta_cdf(0.1, d))),
+        "frac_beta_gt_0.9": float(np.mean(beta_cdf(0.1, -d))),
+        "mean_beta": float(np.mean(expected_beta(d))),
+        "chain_disagreement": chain_agreement_pvalue(ratio_influence(lw1, lw0)),
+        "chain_max_z": float(max_z),
+    }
+
+
+def ct_log_evidence(delta, log_zeta, *, method: str = "ct") -> EvidenceEstimate:
+    """Continuous-tempering estimate of ``log Z`` (Graham & Storkey eq. 20), in log space.
+
+    ``log Z = log zeta + log(sum w1 / sum w0)`` pooled over all draws, with the delta-method,
+    autocorrelation-aware standard error of :func:`~.mcse.log_ratio_of_means`; the same per
+    chain. Any non-finite ``delta`` raises ``ValueError`` (see the module docstring).
+
+    Diagnostics (floats): ``n_chains``, ``n_draws``; ``ess_w1``, ``ess_w0`` (Kish ESS of the
+    weights); ``frac_beta_lt_0.1``, ``frac_beta_gt_0.9`` and ``mean_beta``, Rao-Blackwellised
+    (averages over draws of ``P(beta<0.1|x)``, ``P(beta>0.9|x)``, ``E[beta|x]``);
+    ``chain_disagreement``, the p-value of a chi-square test that the chains agree within
+    their errors (:func:`~.mcse.chain_agreement_pvalue` on the influence series of the log
+    ratio; ``nan`` for one chain); ``chain_max_z``, the largest ``|per-chain - pooled|``
+    in units of the root-mean-square per-chain se.
+
+    Warnings (returned and emitted as :class:`~.diagnostics.EvidenceWarning`, see
+    :func:`~.diagnostics.evidence_messages`): either end fraction below 0.01;
+    ``chain_disagreement < 0.01``; ``ess_w1 < 50`` or below 1% of the draws; a non-finite se.
+
+    Parameters
+    ----------
+    delta : array_like, shape (chain, draw) or (draw,)
+        ``phi(x) + log(zeta) - psi(x)`` at each kept draw of the CT chain (joint, Gibbs or
+        marginalised CT); ``phi = -log`` unnormalised target, ``psi = -log`` normalised base.
+    log_zeta : float
+        The ``log zeta`` used in ``delta``.
+    method : str, default "ct"
+        Name stored in the record.
+
+    Returns
+    -------
+    EvidenceEstimate
+
+    Examples
+    --------
+    >>> est = ct_log_evidence(np.zeros((2, 100)), log_zeta=-3.0)  # base = target, zeta = Z
+    >>> est.log_z, est.se
+    (-3.0, 0.0)
+    """
+    d = _check_delta(delta)
+    log_zeta = float(log_zeta)
+    if not np.isfinite(log_zeta):
+        raise ValueError(f"log_zeta must be finite, got {log_zeta}")
+    lw0, lw1 = log_w0(d), log_w1(d)
+    value, se, per_chain, per_chain_se = log_ratio_of_means(lw1, lw0)
+    diag = _ct_diagnostics(d, lw0, lw1, value, per_chain, per_chain_se)
+    messages = evidence_messages(diag, se)
+    for message in messages:
+        warnings.warn(message, EvidenceWarning, stacklevel=2)
+    return EvidenceEstimate(
+        log_z=log_zeta + value,
+        se=se,
+        method=method,
+        per_chain_log_z=log_zeta + per_chain,
+        per_chain_se=per_chain_se,
+        diagnostics=diag,
+        warnings=tuple(messages),
+    )
+
+
+def ct_weights(delta) -> np.ndarray:
+    """Normalised ``w1`` importance weights (eq. 21) over the flattened draws.
+
+    Parameters
+    ----------
+    delta : array_like, shape (chain, draw) or (draw,)
+        Finite (see the module docstring).
+
+    Returns
+    -------
+    ndarray, shape (chain * draw,)
+        Non-negative, summing to one, in C order (chain-major), so that
+        ``weights @ f.reshape(-1)`` estimates ``E_target[f]``; use them to resample
+        posterior draws.
+
+    Examples
+    --------
+    >>> ct_weights([[0.0, np.log(3.0)]]).round(3).tolist()  # w1 = 1 and w1(log 3) = log(3)/2
+    [0.645, 0.355]
+    """
+    lw1 = log_w1(_check_delta(delta)).ravel()
+    return np.exp(lw1 - special.logsumexp(lw1))
+
+
+def _zscore(diff: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """``|diff| / se`` with ``0/0 = 0`` and ``x/0 = inf``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.abs(diff) / se
+    return np.where(diff == 0.0, 0.0, z)
+
+
+def base_moment_check(x, delta, mean, cov) -> dict:
+    """Compare ``w0``-weighted moments of the draws with the known base moments (eq. 22).
+
+    ``E[f | beta=0] ≈ sum w0 f / sum w0`` must reproduce the base mean and covariance on a
+    converged run (necessary, not sufficient). Standard errors of the weighted means and
+    variances use the delta method with :func:`~.mcse.mcse_mean`.
+
+    Parameters
+    ----------
+    x : array_like, shape (chain, draw, dim) or (chain, draw)
+        Draws of the (unconstrained) parameter vector.
+    delta : array_like, shape (chain, draw)
+        Finite ``delta`` at the same draws.
+    mean : array_like, shape (dim,)
+    cov : array_like, shape (dim, dim)
+        Mean and covariance of the base density.
+
+    Returns
+    -------
+    dict
+        ``weighted_mean`` (dim,), ``weighted_cov`` (dim, dim), ``mean_se`` (dim,), and floats:
+        ``max_mean_z`` (largest ``|mean error| / se``), ``max_var_z`` (same for the
+        variances), ``max_mean_discrepancy_sd`` (largest ``|mean error| / base sd``),
+        ``max_log_sd_ratio`` (largest ``|log(weighted sd / base sd)|``),
+        ``max_corr_discrepancy`` (largest absolute correlation difference), ``ess_w0``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> check = base_moment_check(rng.normal(size=(2, 500, 3)), np.zeros((2, 500)),
+    ...                           np.zeros(3), np.eye(3))
+    >>> bool(check["max_mean_z"] < 4.0)
+    True
+    """
+    d = _check_delta(delta)
+    x = np.asarray(x, dtype=float)
+    if x.shape == d.shape:
+        x = x[..., None]
+    if x.ndim != 3 or x.shape[:2] != d.shape:
+        raise ValueError(f"x must be shaped (chain, draw, dim) matching delta {d.shape}")
+    dim = x.shape[-1]
+    mean = np.broadcast_to(np.asarray(mean, dtype=float), (dim,))
+    cov = np.asarray(cov, dtype=float).reshape(dim, dim)
+    lw0 = log_w0(d)
+    w = np.exp(lw0 - lw0.max())
+    w = w / w.mean()
+    m_hat = np.einsum("cs,csi->i", w, x) / d.size
+    centred = x - m_hat
+    c_hat = np.einsum("cs,csi,csj->ij", w, centred, centred) / d.size
+    var_hat = np.diag(c_hat)
+    mean_se = np.array([mcse_mean(w * centred[..., i]) for i in range(dim)])
+    var_se = np.array([mcse_mean(w * (centred[..., i] ** 2 - var_hat[i])) for i in range(dim)])
+    base_sd = np.sqrt(np.diag(cov))
+    corr_hat = c_hat / np.sqrt(np.outer(var_hat, var_hat))
+    return {
+        "weighted_mean": m_hat,
+        "weighted_cov": c_hat,
+        "mean_se": mean_se,
+        "max_mean_z": float(np.max(_zscore(m_hat - mean, mean_se))),
+        "max_var_z": float(np.max(_zscore(var_hat - np.diag(cov), var_se))),
+        "max_mean_discrepancy_sd": float(np.max(np.abs(m_hat - mean) / base_sd)),
+        "max_log_sd_ratio": float(np.max(np.abs(0.5 * np.log(var_hat / np.diag(cov))))),
+        "max_corr_discrepancy": float(np.max(np.abs(corr_hat - cov / np.outer(base_sd, base_sd)))),
+        "ess_w0": kish_ess(lw0),
+    }

@@ -1,0 +1,108 @@
+"""Warnings and small scalar diagnostics shared by the evidence estimators.
+
+Pure numpy/scipy; nothing here knows about PyMC or xarray.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+__all__ = ["EvidenceWarning", "kish_ess", "evidence_messages"]
+
+#: Warning thresholds used by :func:`evidence_messages`.
+END_FRACTION_MIN = 0.01
+CHAIN_PVALUE_MIN = 0.01
+ESS_W1_MIN = 50.0
+ESS_W1_MIN_FRACTION = 0.01
+
+
+class EvidenceWarning(UserWarning):
+    """A problem detected while estimating a marginal likelihood.
+
+    Estimators return the same messages in ``EvidenceEstimate.warnings`` and also emit
+    them with :func:`warnings.warn` under this category, so they can be filtered or
+    turned into errors (``warnings.simplefilter("error", EvidenceWarning)``).
+    """
+
+
+def kish_ess(log_weights) -> float:
+    """Kish effective sample size ``(sum w)^2 / sum w^2`` of importance weights.
+
+    Parameters
+    ----------
+    log_weights : array_like
+        Logs of unnormalised, non-negative weights (any shape; ``-inf`` is a zero weight).
+
+    Returns
+    -------
+    float
+        Between 1 and the number of weights; ``0`` if every weight is zero.
+
+    Examples
+    --------
+    >>> round(kish_ess(np.zeros(10)), 6)
+    10.0
+    >>> round(kish_ess([0.0, 0.0, -np.inf, -np.inf]), 6)
+    2.0
+    """
+    lw = np.asarray(log_weights, dtype=float).ravel()
+    if lw.size == 0 or np.all(lw == -np.inf):
+        return 0.0
+    return float(np.exp(2.0 * special.logsumexp(lw) - special.logsumexp(2.0 * lw)))
+
+
+def evidence_messages(diag: dict, se: float) -> list[str]:
+    """Warning texts for the standard diagnostics of a tempering-type estimator.
+
+    Each check runs only if its keys are in ``diag``:
+
+    * ``frac_beta_lt_0.1`` / ``frac_beta_gt_0.9`` below ``END_FRACTION_MIN`` (0.01): the
+      base / target end of the temperature range is (almost) never visited;
+    * ``chain_disagreement`` (a p-value) below ``CHAIN_PVALUE_MIN`` (0.01), reported with
+      ``chain_max_z``;
+    * ``ess_w1`` below ``ESS_W1_MIN`` (50) or below ``ESS_W1_MIN_FRACTION`` (1%) of ``n_draws``;
+    * a non-finite standard error ``se``.
+
+    Parameters
+    ----------
+    diag : dict of str to float
+    se : float
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> messages = evidence_messages({"frac_beta_lt_0.1": 0.2, "frac_beta_gt_0.9": 0.001}, 0.01)
+    >>> [m[:50] for m in messages]
+    ['beta rarely visits the target end (fraction beta>0']
+    """
+    out = []
+    if diag.get("frac_beta_lt_0.1", 1.0) < END_FRACTION_MIN:
+        out.append(
+            f"beta rarely visits the base end (fraction beta<0.1 = {diag['frac_beta_lt_0.1']:.2g})"
+            ": log zeta is probably far below log Z, or the base is far from the target"
+        )
+    if diag.get("frac_beta_gt_0.9", 1.0) < END_FRACTION_MIN:
+        out.append(
+            f"beta rarely visits the target end (fraction beta>0.9 = {diag['frac_beta_gt_0.9']:.2g}"
+            "): log zeta is probably far above log Z, or the base is far from the target"
+        )
+    if diag.get("chain_disagreement", 1.0) < CHAIN_PVALUE_MIN:
+        out.append(
+            "per-chain estimates disagree beyond their standard errors (chi-square p = "
+            f"{diag['chain_disagreement']:.2g}, max |z| = {diag.get('chain_max_z', np.nan):.1f}):"
+            " chains may not have mixed (or are too short for reliable errors); the se may be"
+            " too small"
+        )
+    ess, n = diag.get("ess_w1", np.inf), diag.get("n_draws", 0.0)
+    if ess < ESS_W1_MIN or ess < ESS_W1_MIN_FRACTION * n:
+        out.append(
+            f"Kish ESS of the w1 (target-end) weights is {ess:.1f} of {n:.0f} draws: the target"
+            " end is poorly represented"
+        )
+    if not np.isfinite(se):
+        out.append("the standard error could not be estimated (too few draws per chain)")
+    return out

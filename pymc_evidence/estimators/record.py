@@ -1,0 +1,63 @@
+"""The estimate record every estimator returns.
+
+One shape for every method: a point estimate of ``log Z`` with its standard error, the
+per-chain (or per-run) values behind it, scalar diagnostics, and warnings. Pure Python and
+numpy; nothing here knows about PyMC or xarray.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["EvidenceEstimate"]
+
+
+@dataclass(frozen=True)
+class EvidenceEstimate:
+    """A log marginal likelihood estimate with its uncertainty.
+
+    Parameters
+    ----------
+    log_z : float
+        Estimate of ``log Z = log p(y | model)``.
+    se : float
+        Standard error of ``log_z`` (Monte Carlo error, not posterior uncertainty).
+    method : str
+        Short name of the estimator, e.g. ``"ct"``.
+    per_chain_log_z, per_chain_se : ndarray
+        The estimate and its standard error from each chain (or independent run) alone.
+    diagnostics : dict of str to float
+        Scalar diagnostics (effective sample sizes, occupancies, ...).
+    warnings : tuple of str
+        Human-readable problems detected while estimating.
+
+    Examples
+    --------
+    >>> est = EvidenceEstimate(log_z=-3.2, se=0.01, method="ct")
+    >>> print(est)
+    log Z = -3.200 ± 0.010 (ct)
+    """
+
+    log_z: float
+    se: float
+    method: str
+    per_chain_log_z: np.ndarray = field(default_factory=lambda: np.empty(0))
+    per_chain_se: np.ndarray = field(default_factory=lambda: np.empty(0))
+    diagnostics: dict = field(default_factory=dict)
+    warnings: tuple = ()
+
+    @property
+    def n_chains(self) -> int:
+        """Number of chains or independent runs behind the estimate."""
+        return int(np.size(self.per_chain_log_z))
+
+    def __str__(self) -> str:
+        text = f"log Z = {self.log_z:.3f} ± {self.se:.3f} ({self.method}"
+        if self.n_chains:
+            text += f", {self.n_chains} chains"
+        text += ")"
+        for message in self.warnings:
+            text += f"\n  warning: {message}"
+        return text

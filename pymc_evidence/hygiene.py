@@ -1,0 +1,92 @@
+"""Checks that a PyMC model has a well-defined, normalized marginal likelihood.
+
+``log Z`` is only meaningful when every term of the joint density is a normalized density:
+improper priors, unnormalized ``pm.Potential`` terms, minibatch scaling and discrete free
+variables all break that, each in its own way. These checks turn each case into an error that
+says what is wrong and what to do, instead of a silently wrong number.
+"""
+
+from __future__ import annotations
+
+import pymc as pm
+
+__all__ = ["ModelHygieneError", "check_model", "POTENTIAL_ROLES"]
+
+#: What a user may say a ``pm.Potential`` term is.
+POTENTIAL_ROLES = ("likelihood",)
+
+_IMPROPER_OPS = {"FlatRV", "HalfFlatRV"}
+
+
+class ModelHygieneError(ValueError):
+    """The model's marginal likelihood is undefined or cannot be estimated as written."""
+
+
+def check_model(model: pm.Model, *, potentials: str | None = None) -> None:
+    """Raise :class:`ModelHygieneError` if ``log Z`` of ``model`` is not well defined.
+
+    Parameters
+    ----------
+    model : pm.Model
+        The model to check.
+    potentials : {None, "likelihood"}
+        What ``pm.Potential`` terms in the model are. ``None`` (default) refuses models with
+        potentials. ``"likelihood"`` treats every potential as part of the data density: the
+        evidence is then the integral of prior times likelihood times ``exp(potential)``.
+
+    Raises
+    ------
+    ModelHygieneError
+        For improper priors (``Flat``, ``HalfFlat``), discrete free variables, potentials
+        whose role was not given, and minibatch (``total_size``) scaling.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     x = pm.Flat("x")
+    >>> check_model(model)
+    Traceback (most recent call last):
+    ...
+    pymc_evidence.hygiene.ModelHygieneError: The prior of 'x' is improper (FlatRV) ...
+    """
+    if potentials is not None and potentials not in POTENTIAL_ROLES:
+        if potentials == "prior":
+            raise NotImplementedError(
+                "potentials='prior' would need the normalizing constant of the constrained "
+                "prior, which pymc_evidence does not estimate yet. Write the constraint as a "
+                "proper prior, or as a likelihood term and pass potentials='likelihood'."
+            )
+        raise ValueError(f"potentials must be one of {POTENTIAL_ROLES} or None, got {potentials!r}")
+    for rv in model.free_RVs:
+        op_name = type(rv.owner.op).__name__
+        if op_name in _IMPROPER_OPS:
+            raise ModelHygieneError(
+                f"The prior of {rv.name!r} is improper ({op_name}): its marginal likelihood "
+                "is undefined (any constant multiple of an improper prior is as good as "
+                "another). Give it a proper prior, e.g. pm.Normal or pm.HalfNormal."
+            )
+        if rv.type.dtype.startswith(("int", "uint", "bool")):
+            raise ModelHygieneError(
+                f"{rv.name!r} is a discrete free variable. pymc_evidence samples with "
+                "gradient-based methods (NUTS, HMC) that need a continuous space. Marginalize "
+                "it out (e.g. pm.Mixture, or pymc_extras' marginalize) and try again."
+            )
+    if model.potentials and potentials is None:
+        names = ", ".join(repr(p.name) for p in model.potentials)
+        raise ModelHygieneError(
+            f"The model has pm.Potential terms ({names}). A potential is an unnormalized "
+            "density term, so the evidence depends on what it means. If it is part of the "
+            "likelihood (a custom data density), pass potentials='likelihood'."
+        )
+    scaled = [
+        rv.name
+        for rv, size in getattr(model, "rvs_to_total_sizes", {}).items()
+        if size is not None
+    ]
+    if scaled:
+        raise ModelHygieneError(
+            f"Variables {scaled} use total_size (minibatch scaling). The scaled density is a "
+            "stochastic estimate of the full-data likelihood, so log Z from it is meaningless. "
+            "Build the model on the full data."
+        )

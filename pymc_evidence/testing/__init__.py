@@ -1,0 +1,33 @@
+"""Analytic test systems with exactly known evidence.
+
+Small PyMC models paired with their exact log marginal likelihood, for testing and
+benchmarking evidence estimators (in the spirit of ``pymbar.testsystems``).
+
+Examples
+--------
+>>> from pymc_evidence.testing import registry
+>>> for system in registry():  # doctest: +SKIP
+...     print(f"{system.name:32s} {system.log_z:.6f}")
+"""
+
+from pymc_evidence.testing.models import (
+    ALL_MODELS,
+    AnalyticModel,
+    beta_bernoulli,
+    conjugate_regression,
+    hierarchical_normal,
+    mixture_likelihood,
+    normalized_density,
+    registry,
+)
+
+__all__ = [
+    "ALL_MODELS",
+    "AnalyticModel",
+    "beta_bernoulli",
+    "conjugate_regression",
+    "hierarchical_normal",
+    "mixture_likelihood",
+    "normalized_density",
+    "registry",
+]

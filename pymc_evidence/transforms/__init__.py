@@ -1,0 +1,5 @@
+"""Model transforms: a PyMC model in, an extended PyMC model out (graph surgery only)."""
+
+from .tempering import CTSpec, continuous_tempering, ct_spec, set_base
+
+__all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base"]

@@ -1,0 +1,174 @@
+"""Continuous tempering as a model transform (Graham & Storkey 2017, joint form).
+
+``continuous_tempering`` returns a plain ``pm.Model``: a clone of the user's model with one
+extra free variable, the temperature control ``u`` with ``beta = sigmoid(u)``, and one
+potential that turns the joint density into the extended target
+
+    log p(x, u) = beta * (log f(x) - log zeta) + (1 - beta) * log q(x) + log beta'(u),
+
+where ``f`` is the model's joint density (Jacobians included), ``q`` the normalized base and
+``log beta'(u) = log sigmoid(u) + log sigmoid(-u)`` the standard logistic density of ``u``
+(the Jacobian of ``beta``). Any NUTS backend samples it. The deterministic ``ct_delta``
+records ``Delta(x) = log zeta + log q(x) - log f(x)``, all the estimator needs.
+
+The base parameters and ``log zeta`` live in shared variables, so adaptation rounds update
+them without rebuilding or recompiling the model (see :func:`set_base`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.model.fgraph import clone_model
+
+from ..base.gaussian import GaussianBase, PriorBase
+from ..base.space import model_space
+from ..hygiene import check_model
+
+__all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_terms"]
+
+U_NAME = "ct_u"
+BETA_NAME = "ct_beta"
+DELTA_NAME = "ct_delta"
+
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(eq=False)
+class CTSpec:
+    """What an extended model needs to be read back: the source model, base and shared state."""
+
+    source: pm.Model
+    base: GaussianBase | PriorBase
+    shared: dict
+    names: tuple
+
+    @property
+    def log_zeta(self) -> float:
+        """Current ``log zeta``."""
+        return float(self.shared["log_zeta"].get_value())
+
+
+def _shared_for(base, d):
+    shared = {"log_zeta": pytensor.shared(np.float64(base.log_zeta), name="ct_log_zeta")}
+    if isinstance(base, GaussianBase):
+        shared["mean"] = pytensor.shared(np.zeros(d), name="ct_base_mean")
+        shared["chol_inv"] = pytensor.shared(np.eye(d), name="ct_base_chol_inv")
+        shared["log_norm"] = pytensor.shared(np.float64(0.0), name="ct_base_log_norm")
+    return shared
+
+
+def _assign(shared, base):
+    shared["log_zeta"].set_value(np.float64(base.log_zeta))
+    if isinstance(base, GaussianBase):
+        d = base.ndim
+        shared["mean"].set_value(base.mean.copy())
+        shared["chol_inv"].set_value(np.linalg.inv(base.chol))
+        shared["log_norm"].set_value(np.float64(-base.log_det_chol() - 0.5 * d * np.log(2 * np.pi)))
+
+
+def _base_logp(model, shared, base):
+    """Symbolic normalized base log density on ``model``'s value variables."""
+    if isinstance(base, PriorBase):
+        return model.logp(vars=model.free_RVs, jacobian=True)
+    x = pt.concatenate([v.ravel() for v in model.value_vars])
+    z = pt.dot(shared["chol_inv"], x - shared["mean"])
+    return -0.5 * pt.sum(z**2) + shared["log_norm"]
+
+
+def tempered_terms(model, base, shared):
+    """Symbolic ``(log f, log q)`` on ``model``'s value variables (no potentials added)."""
+    return model.logp(jacobian=True), _base_logp(model, shared, base)
+
+
+def _check_layout(base, space):
+    if tuple(base.names) and (tuple(base.names), tuple(base.sizes)) != (space.names, space.sizes):
+        raise ValueError(
+            "the base was fitted on a different model: its variables "
+            f"{list(zip(base.names, base.sizes))} differ from the model's "
+            f"{list(zip(space.names, space.sizes))}"
+        )
+    if isinstance(base, GaussianBase) and base.ndim != space.ndim:
+        raise ValueError(f"base has dimension {base.ndim}, the model {space.ndim}")
+
+
+def continuous_tempering(
+    base: GaussianBase | PriorBase,
+    *,
+    model: pm.Model | None = None,
+    log_zeta: float | None = None,
+    potentials: str | None = None,
+) -> pm.Model:
+    """Extend a model with a continuous temperature variable (joint continuous tempering).
+
+    Parameters
+    ----------
+    base : GaussianBase or PriorBase
+        Normalized base density, from :func:`pymc_evidence.fit_base`.
+    model : pm.Model, optional
+        The model to extend; taken from the context when omitted. It is not modified.
+    log_zeta : float, optional
+        Overrides ``base.log_zeta`` (the guess of ``log Z`` that balances the two ends).
+    potentials : {None, "likelihood"}
+        How to read ``pm.Potential`` terms (see :func:`pymc_evidence.hygiene.check_model`).
+
+    Returns
+    -------
+    pm.Model
+        A new model with the free variable ``ct_u`` and deterministics ``ct_beta`` and
+        ``ct_delta``. Sample it with ``pm.sample`` (or nutpie / numpyro) and read the
+        evidence with :func:`pymc_evidence.ct_evidence`.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_evidence as pme
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0, 1)
+    ...     pm.Normal("y", mu, 1, observed=[0.3, -0.1])
+    ...     base = pme.fit_base(random_seed=0)
+    ...     ext = pme.continuous_tempering(base)
+    >>> sorted(v.name for v in ext.free_RVs)
+    ['ct_u', 'mu']
+    """
+    model = pm.modelcontext(model)
+    check_model(model, potentials=potentials)
+    space = model_space(model)
+    _check_layout(base, space)
+    if log_zeta is not None:
+        base = base.with_values(log_zeta=float(log_zeta))
+    shared = _shared_for(base, space.ndim)
+    _assign(shared, base)
+    ext = clone_model(model)
+    with ext:
+        log_f, log_q = tempered_terms(ext, base, shared)
+        u = pm.Logistic(U_NAME, 0.0, 1.0, initval=0.0)
+        beta = pm.Deterministic(BETA_NAME, pm.math.sigmoid(u))
+        log_zeta_t = shared["log_zeta"]
+        pm.Potential("ct_tempering", (beta - 1.0) * log_f + (1.0 - beta) * log_q - beta * log_zeta_t)
+        pm.Deterministic(DELTA_NAME, log_zeta_t + log_q - log_f)
+    _SPECS[ext] = CTSpec(source=model, base=base, shared=shared, names=space.names)
+    return ext
+
+
+def ct_spec(ext: pm.Model) -> CTSpec:
+    """The :class:`CTSpec` of a model built by :func:`continuous_tempering`."""
+    try:
+        return _SPECS[ext]
+    except (KeyError, TypeError):
+        raise ValueError(
+            "this model was not built by pymc_evidence.continuous_tempering"
+        ) from None
+
+
+def set_base(ext: pm.Model, base: GaussianBase | PriorBase) -> None:
+    """Replace the base and ``log zeta`` of an extended model in place (no recompilation)."""
+    spec = ct_spec(ext)
+    if type(base) is not type(spec.base):
+        raise TypeError(f"cannot swap a {type(spec.base).__name__} for a {type(base).__name__}")
+    _assign(spec.shared, base)
+    spec.base = base

@@ -1,0 +1,157 @@
+"""Bayes factors and model comparison against hand-computed numbers."""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pymc_evidence import compat
+from pymc_evidence.compare import BayesFactor, bayes_factor, compare
+from pymc_evidence.estimators.record import EvidenceEstimate
+from pymc_evidence.results import GROUP, estimate_to_dataset
+
+LOG3 = np.log(3.0)
+
+
+def est(log_z, se=0.1, method="ct"):
+    return EvidenceEstimate(log_z=log_z, se=se, method=method)
+
+
+def as_idata(estimate):
+    return compat.new_idata({GROUP: estimate_to_dataset(estimate)})
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def test_two_models_uniform_prior():
+    table = compare({"a": est(0.0, 0.1), "b": est(LOG3, 0.2)})
+    assert list(table.index) == ["b", "a"]
+    assert table.index.name == "model"
+    assert list(table.columns) == [
+        "log_z",
+        "se",
+        "method",
+        "d_log_z",
+        "d_log_z_se",
+        "log_bf",
+        "prior_prob",
+        "post_prob",
+        "post_prob_se",
+    ]
+    np.testing.assert_allclose(table["post_prob"], [0.75, 0.25], rtol=1e-12)
+    np.testing.assert_allclose(table["prior_prob"], [0.5, 0.5])
+    np.testing.assert_allclose(table["d_log_z"], [0.0, LOG3], rtol=1e-12)
+    np.testing.assert_allclose(table["log_bf"], [0.0, -LOG3], rtol=1e-12)
+    np.testing.assert_allclose(table["d_log_z_se"], [0.0, np.hypot(0.1, 0.2)], rtol=1e-12)
+    # two models: p_b = sigmoid(l_b - l_a), so se(p) = p (1 - p) se(l_b - l_a) for both rows
+    expected = 0.75 * 0.25 * np.hypot(0.1, 0.2)
+    np.testing.assert_allclose(table["post_prob_se"], [expected, expected], rtol=1e-12)
+    assert (table["method"] == "ct").all()
+
+
+@pytest.mark.parametrize("prior", [{"a": 0.75, "b": 0.25}, [0.75, 0.25], (0.75, 0.25)])
+def test_prior_probs_shift_posterior(prior):
+    table = compare({"a": est(0.0), "b": est(LOG3)}, prior_probs=prior)
+    # prior odds a:b = 3:1 cancel the Bayes factor 1:3
+    np.testing.assert_allclose(table.loc[["a", "b"], "post_prob"], [0.5, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(table.loc[["a", "b"], "prior_prob"], [0.75, 0.25])
+    assert list(table.index) == ["b", "a"]  # still sorted by log Z, not by posterior
+
+
+def test_three_models_and_zero_prior():
+    models = {"a": est(-10.0), "b": est(-10.0 + LOG3), "c": est(-8.0)}
+    table = compare(models, prior_probs={"a": 0.5, "b": 0.5, "c": 0.0})
+    assert list(table.index) == ["c", "b", "a"]
+    np.testing.assert_allclose(table.loc[["a", "b", "c"], "post_prob"], [0.25, 0.75, 0.0])
+    assert table.loc["c", "post_prob_se"] == 0.0
+    np.testing.assert_allclose(table.loc["a", "log_bf"], -2.0, rtol=1e-12)
+
+
+def test_delta_method_matches_finite_differences():
+    log_z = np.array([-2.0, -1.0, -1.5])
+    se = np.array([0.1, 0.3, 0.2])
+    names = ["a", "b", "c"]
+    table = compare({n: est(z, s) for n, z, s in zip(names, log_z, se, strict=True)})
+
+    def softmax(v):
+        w = np.exp(v - v.max())
+        return w / w.sum()
+
+    step = 1e-6
+    jac = np.column_stack(
+        [(softmax(log_z + step * e) - softmax(log_z - step * e)) / (2 * step) for e in np.eye(3)]
+    )
+    expected = np.sqrt((jac**2 * se**2).sum(axis=1))
+    np.testing.assert_allclose(table.loc[names, "post_prob_se"], expected, rtol=1e-6)
+
+
+def test_large_log_z_is_stable_and_single_model_allowed():
+    table = compare({"a": est(-1e5), "b": est(-1e5 + LOG3)})
+    np.testing.assert_allclose(table.loc[["a", "b"], "post_prob"], [0.25, 0.75], rtol=1e-9)
+    single = compare({"only": est(-4.0)})
+    assert single.loc["only", "post_prob"] == 1.0
+    assert single.loc["only", "post_prob_se"] == 0.0
+
+
+def test_compare_accepts_results_containers():
+    table = compare({"a": as_idata(est(0.0)), "b": estimate_to_dataset(est(LOG3)), "c": est(1.0)})
+    assert list(table.index) == ["b", "c", "a"]
+
+
+def test_bayes_factor_propagates_errors():
+    result = bayes_factor(est(-10.0, 0.3), est(-12.0, 0.4))
+    assert isinstance(result, BayesFactor)
+    assert result.log_bf == 2.0
+    assert result.se == pytest.approx(0.5, rel=1e-12)
+    assert str(result) == "log BF = 2.000 ± 0.500"
+    log_bf, se = bayes_factor(as_idata(est(0.0, 0.05)), est(LOG3, 0.12))
+    assert log_bf == pytest.approx(-LOG3, rel=1e-12)
+    assert se == pytest.approx(0.13, rel=1e-12)
+
+
+def test_warnings_for_mixed_methods_and_bad_se():
+    with pytest.warns(UserWarning, match="different methods"):
+        compare({"a": est(0.0, method="ct"), "b": est(1.0, method="ais")})
+    with pytest.warns(UserWarning, match="not finite"):
+        table = compare({"a": est(0.0, se=np.nan), "b": est(1.0)})
+    assert np.isnan(table.loc["a", "d_log_z_se"])
+    with pytest.warns(UserWarning, match="not finite"):
+        assert np.isinf(bayes_factor(est(0.0, se=np.inf), est(1.0)).se)
+
+
+@pytest.mark.parametrize(
+    ("prior", "error", "match"),
+    [
+        ([0.5, 0.6], ValueError, "sum to 1"),
+        ([1.5, -0.5], ValueError, "non-negative"),
+        ([np.nan, 1.0], ValueError, "finite"),
+        ([1.0], ValueError, "1 values for 2 models"),
+        ({"a": 0.5, "z": 0.5}, ValueError, "unknown: \\['z'\\], missing: \\['b'\\]"),
+        ({"a": 1.0}, ValueError, "missing"),
+        ("ab", TypeError, "dict, a sequence"),
+        (["x", "y"], TypeError, "numbers"),
+    ],
+)
+def test_invalid_prior_probs(prior, error, match):
+    with pytest.raises(error, match=match):
+        compare({"a": est(0.0), "b": est(1.0)}, prior_probs=prior)
+
+
+def test_invalid_models():
+    with pytest.raises(ValueError, match="empty"):
+        compare({})
+    with pytest.raises(TypeError, match="dict"):
+        compare([est(0.0)])
+    with pytest.raises(TypeError, match="Model 'a'"):
+        compare({"a": 3.0})
+    with pytest.raises(ValueError, match="non-finite log Z"):
+        compare({"a": est(np.nan), "b": est(0.0)})
+    no_group = compat.new_idata({"posterior": xr.Dataset({"x": ("draw", np.ones(2))})})
+    with pytest.raises(KeyError, match="log_evidence"):
+        compare({"a": no_group})
