@@ -13,16 +13,17 @@ Examples
 
 __version__ = "0.1.0"
 
+from .api import METHODS, ct_evidence, log_evidence, sample_evidence
 from .base import BaseFitError, GaussianBase, PriorBase, fit_base
 from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import EvidenceWarning
 from .hygiene import ModelHygieneError, check_model
-from .results import log_evidence
 from .steps import GibbsContinuousTempering
 from .transforms import continuous_tempering
 
 __all__ = [
+    "METHODS",
     "BaseFitError",
     "EvidenceEstimate",
     "EvidenceWarning",
@@ -35,6 +36,8 @@ __all__ = [
     "check_model",
     "compare",
     "continuous_tempering",
+    "ct_evidence",
     "fit_base",
     "log_evidence",
+    "sample_evidence",
 ]

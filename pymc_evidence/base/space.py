@@ -45,6 +45,7 @@ class ModelSpace:
     sizes: tuple
     _logp_dlogp: object = field(default=None, repr=False)
     _unconstrain: object = field(default=None, repr=False)
+    _constrain: object = field(default=None, repr=False)
 
     @property
     def ndim(self) -> int:
@@ -111,6 +112,15 @@ class ModelSpace:
                     for rv in rvs]
             out[i] = np.concatenate([np.ravel(v) for v in self._unconstrain(*args)])
         return out.reshape((*lead, self.ndim))
+
+    def constrain(self, x: np.ndarray) -> dict:
+        """Map one raveled unconstrained vector to ``{free-variable name: constrained value}``
+        (the form ``pm.sample(initvals=...)`` takes)."""
+        if self._constrain is None:
+            rvs = self.model.free_RVs
+            self._constrain = self.compile_raveled(self.model.replace_rvs_by_values(rvs))
+        values = self._constrain(np.asarray(x, dtype=float))
+        return {rv.name: np.asarray(v) for rv, v in zip(self.model.free_RVs, values, strict=True)}
 
     def layout(self) -> dict:
         """Names and sizes, to check that a base was fitted on the same space."""

@@ -35,6 +35,7 @@ __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_te
 U_NAME = "ct_u"
 BETA_NAME = "ct_beta"
 DELTA_NAME = "ct_delta"
+LOG_ZETA_NAME = "ct_log_zeta"
 
 _SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -55,7 +56,7 @@ class CTSpec:
 
 
 def _shared_for(base, d):
-    shared = {"log_zeta": pytensor.shared(np.float64(base.log_zeta), name="ct_log_zeta")}
+    shared = {"log_zeta": pytensor.shared(np.float64(base.log_zeta), name="ct_shared_log_zeta")}
     if isinstance(base, GaussianBase):
         shared["mean"] = pytensor.shared(np.zeros(d), name="ct_base_mean")
         shared["chol_inv"] = pytensor.shared(np.eye(d), name="ct_base_chol_inv")
@@ -120,8 +121,8 @@ def continuous_tempering(
     Returns
     -------
     pm.Model
-        A new model with the free variable ``ct_u`` and deterministics ``ct_beta`` and
-        ``ct_delta``. Sample it with ``pm.sample`` (or nutpie / numpyro) and read the
+        A new model with the free variable ``ct_u`` and deterministics ``ct_beta``,
+        ``ct_delta`` and ``ct_log_zeta``. Sample it with ``pm.sample`` (or nutpie / numpyro) and read the
         evidence with :func:`pymc_evidence.ct_evidence`.
 
     Examples
@@ -151,6 +152,7 @@ def continuous_tempering(
         log_zeta_t = shared["log_zeta"]
         pm.Potential("ct_tempering", (beta - 1.0) * log_f + (1.0 - beta) * log_q - beta * log_zeta_t)
         pm.Deterministic(DELTA_NAME, log_zeta_t + log_q - log_f)
+        pm.Deterministic(LOG_ZETA_NAME, log_zeta_t)
     _SPECS[ext] = CTSpec(source=model, base=base, shared=shared, names=space.names)
     return ext
 

@@ -1,0 +1,99 @@
+# pymc_evidence: build, test and demo targets.
+#
+#   make demo         set up .venv and run the Minnesota radon demo (scripts/demo.py)
+#   make test         set up .venv, run ruff and the fast test suite
+#   make test-other   set up .venv-other (the other PyMC major) and run the fast tests there
+#
+# .venv uses a Python >= 3.12 (PyMC 6) when there is one, else 3.11 (PyMC 5); .venv-other uses
+# the other one (see scripts/find_python.sh). Override with PYTHON=... / PYTHON_OTHER=....
+# Venvs are created once and re-installed when pyproject.toml changes (stamp file inside).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV       ?= .venv
+VENV_OTHER ?= .venv-other
+EXTRAS     ?= test
+PY         := $(VENV)/bin/python
+PY_OTHER   := $(VENV_OTHER)/bin/python
+# Extra arguments, e.g. make test PYTEST_ARGS="-k ct -x", make demo DEMO_ARGS="--draws 300"
+PYTEST_ARGS ?=
+DEMO_ARGS   ?=
+BENCH_ARGS  ?=
+LINT_PATHS  ?= pymc_evidence tests
+
+export EXTRAS PYTHON PYTHON_OTHER
+
+.PHONY: help venv venv-other $(VENV) $(VENV_OTHER) demo test test-other test-slow check \
+        lint bench info clean distclean
+
+help:
+	@echo "make demo        run the radon model-comparison demo (creates .venv on first use)"
+	@echo "make test        ruff + fast tests in .venv (slow tests deselected by pyproject)"
+	@echo "make test-slow   only the slow statistical tests (pytest -m slow)"
+	@echo "make test-other  fast tests in .venv-other, the other PyMC major (skips if absent)"
+	@echo "make check       test + test-other (what CI runs)"
+	@echo "make lint        ruff check $(LINT_PATHS)"
+	@echo "make bench       benchmarks/compare_smc.py against pm.sample_smc"
+	@echo "make info        which Python / PyMC each venv uses"
+	@echo "make clean       remove caches and build files; make distclean also removes venvs"
+	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS="
+
+# The venv targets always run the script; it does nothing when the stamp matches.
+venv $(VENV):
+	@scripts/ensure_venv.sh $(VENV)
+
+# Exit code 10 from ensure_venv.sh: no interpreter for the other PyMC major.
+ENSURE_OTHER = PRIMARY_PYTHON="$$( [ -x $(PY) ] && echo $(abspath $(PY)) )" \
+	scripts/ensure_venv.sh $(VENV_OTHER) --other
+
+venv-other $(VENV_OTHER):
+	@$(ENSURE_OTHER); rc=$$?; if [ $$rc -eq 10 ]; then exit 0; fi; exit $$rc
+
+demo: $(VENV)
+	$(PY) scripts/demo.py $(DEMO_ARGS)
+
+# ruff and pytest both run; the target fails if either failed.
+test: $(VENV)
+	@rc=0; \
+	echo "== ruff check $(LINT_PATHS)"; $(VENV)/bin/ruff check $(LINT_PATHS) || rc=1; \
+	echo "== pytest ($$($(PY) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
+	$(PY) -m pytest $(PYTEST_ARGS) || rc=1; \
+	exit $$rc
+
+test-slow: $(VENV)
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+test-other:
+	@$(ENSURE_OTHER); rc=$$?; \
+	if [ $$rc -eq 10 ]; then echo "test-other: skipped (no Python for the other PyMC major)"; exit 0; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+	echo "== pytest ($$($(PY_OTHER) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
+	$(PY_OTHER) -m pytest $(PYTEST_ARGS)
+
+check: test test-other
+
+lint: $(VENV)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+
+bench: $(VENV)
+	@if [ -f benchmarks/compare_smc.py ]; then \
+	  echo "$(PY) benchmarks/compare_smc.py $(BENCH_ARGS)"; $(PY) benchmarks/compare_smc.py $(BENCH_ARGS); \
+	else echo "bench: benchmarks/compare_smc.py does not exist yet"; fi
+
+info:
+	@for v in $(VENV) $(VENV_OTHER); do \
+	  if [ -x $$v/bin/python ]; then \
+	    echo "$$v: $$($$v/bin/python -c 'import sys; from importlib.metadata import version as V; print("Python", sys.version.split()[0], "| pymc", V("pymc"), "| pytensor", V("pytensor"), "| arviz", V("arviz"))')"; \
+	  else echo "$$v: not created"; fi; \
+	done
+	@echo "primary interpreter candidate: $$(scripts/find_python.sh 2>/dev/null || echo none)"
+	@echo "other interpreter candidate:   $$(scripts/find_python.sh --other 2>/dev/null || echo none)"
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache docs/_build
+	find . -path ./.venv -prune -o -path ./.venv-other -prune -o \
+	  -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) $(VENV_OTHER)

@@ -1,0 +1,192 @@
+"""The user-facing functions: the only place where every layer meets."""
+
+from __future__ import annotations
+
+import pymc as pm
+
+from ..base import model_space
+from ..compat import group_names
+from ..estimators.ct import base_moment_check
+from ..hygiene import check_model
+from ..results import GROUP, log_evidence as _read_log_evidence
+from ..transforms.tempering import ct_spec
+from .assemble import ct_results, raw_ct_arrays
+from .ct import _unconstrained_draws, run_ct
+
+__all__ = ["METHODS", "ct_evidence", "log_evidence", "sample_evidence"]
+
+#: method name -> (description, keyword arguments it adds to ``run_ct``)
+METHODS = {
+    "ct": "continuous tempering, joint form: NUTS on the model extended by a temperature",
+    "gibbs_ct": "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
+}
+
+
+def _moment_diagnostics(model, base, raw) -> dict:
+    """Eq. 22: w0-weighted moments of the draws against the base's known moments."""
+    from ..base import GaussianBase
+
+    if not isinstance(base, GaussianBase):
+        return {}
+    delta, _, _ = raw_ct_arrays(raw)
+    x = _unconstrained_draws(model_space(model), raw)
+    check = base_moment_check(x, delta, base.mean, base.cov)
+    return {"base_moment_max_mean_z": float(check["max_mean_z"]),
+            "base_moment_max_var_z": float(check["max_var_z"])}
+
+
+def sample_evidence(
+    model: pm.Model | None = None,
+    method: str = "ct",
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    cores: int | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+    **method_options,
+):
+    """Estimate the marginal likelihood ``log Z = log p(y | model)`` with a standard error.
+
+    Parameters
+    ----------
+    model : pm.Model, optional
+        Taken from the context when omitted. Needs proper priors and continuous free
+        variables (see :func:`pymc_evidence.check_model`).
+    method : {"ct", "gibbs_ct"}
+        ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
+        extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
+        temperature followed by an exact draw of the temperature.
+    draws, tune, chains, cores, random_seed, progressbar
+        As in :func:`pymc.sample`, for the final run.
+    **method_options
+        For the CT methods:
+
+        - ``base``: ``"advi"`` (default), ``"fullrank_advi"``, ``"prior"`` or a fitted
+          base from :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base``
+          (default ``{"restarts": 4}``: four ADVI fits from different starts, merged into
+          one Gaussian covering every mode they found).
+        - ``adapt_rounds`` (3), ``adapt_draws`` (500), ``adapt_tune`` (500): the bootstrap
+          rounds that refit the base to the weighted posterior moments and set ``log zeta``
+          to the running estimate; they stop early once ``log zeta`` is stable.
+        - ``covariance``: ``"auto"`` (full below 200 dimensions), ``"full"`` or ``"diag"``
+          for the refitted base.
+        - ``potentials``: ``"likelihood"`` to accept ``pm.Potential`` terms as part of the
+          likelihood.
+        - ``nuts_sampler``: ``"pymc"`` (default), ``"nutpie"`` or ``"numpyro"`` (joint form).
+        - ``target_accept`` (0.9).
+
+    Returns
+    -------
+    InferenceData or DataTree
+        ``posterior`` (draws importance-resampled to the posterior), ``extended_posterior``
+        (the raw tempered draws with ``ct_log_w0``/``ct_log_w1``), ``sample_stats``,
+        ``observed_data`` and the ``log_evidence`` group; read it with
+        :func:`pymc_evidence.log_evidence`.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_evidence as pme
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     pm.Bernoulli("y", p, observed=[1, 0, 1, 1])
+    ...     idata = pme.sample_evidence(draws=500, tune=500, chains=2, random_seed=3,
+    ...                                 progressbar=False)
+    >>> est = pme.log_evidence(idata)    # exact: log B(4, 2) = log(1/20) = -2.996
+    >>> bool(abs(est.log_z + 2.9957) < max(4 * est.se, 0.1))
+    True
+    """
+    if method not in METHODS:
+        options = ", ".join(f"{k!r} ({v})" for k, v in METHODS.items())
+        raise ValueError(f"unknown method {method!r}; choose one of: {options}")
+    model = pm.modelcontext(model)
+    check_model(model, potentials=method_options.get("potentials"))
+    for name, value in (("draws", draws), ("chains", chains)):
+        if int(value) < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if int(tune) < 0:
+        raise ValueError(f"tune must be >= 0, got {tune}")
+    form = "joint" if method == "ct" else "gibbs"
+    raw, base, rounds = run_ct(
+        model, form=form, draws=draws, tune=tune, chains=chains, cores=cores,
+        random_seed=random_seed, progressbar=progressbar, **method_options,
+    )
+    settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains),
+                "base_kind": base.kind}
+    idata, _ = ct_results(raw, method=method, random_seed=random_seed, rounds=rounds,
+                          diagnostics=_moment_diagnostics(model, base, raw), settings=settings)
+    return idata
+
+
+def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
+    """Evidence and posterior draws from a continuous-tempering trace you sampled yourself.
+
+    Parameters
+    ----------
+    raw : InferenceData or DataTree
+        From ``pm.sample`` on a model built by :func:`pymc_evidence.continuous_tempering`,
+        or on a model with the :class:`pymc_evidence.GibbsContinuousTempering` step.
+    ext : pm.Model, optional
+        The extended model; when given, the base-moment diagnostic (eq. 22) is added.
+    random_seed : int, optional
+        Seed of the importance resampling.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        The same groups as :func:`sample_evidence`.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_evidence as pme
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0, 1)
+    ...     pm.Normal("y", mu, 1, observed=[0.3])
+    ...     ext = pme.continuous_tempering(pme.fit_base(random_seed=0))
+    >>> with ext:
+    ...     raw = pm.sample(300, tune=300, chains=2, random_seed=0, progressbar=False)
+    >>> idata = pme.ct_evidence(raw, ext)
+    """
+    diagnostics = {}
+    if ext is not None:
+        spec = ct_spec(ext)
+        diagnostics = _moment_diagnostics(spec.source, spec.base, raw)
+    idata, _ = ct_results(raw, random_seed=random_seed, diagnostics=diagnostics)
+    return idata
+
+
+def log_evidence(idata):
+    """The evidence estimate stored in (or recorded by) a sampling result.
+
+    Reads the ``log_evidence`` group; for a raw trace of a tempering step method (e.g.
+    ``pm.sample(step=pme.GibbsContinuousTempering(...))``) it computes the estimate from
+    the recorded statistics.
+
+    Returns
+    -------
+    EvidenceEstimate
+        With ``log_z``, ``se``, ``method``, per-chain values, diagnostics and warnings.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate, log_evidence
+    >>> log_evidence(EvidenceEstimate(log_z=-1.0, se=0.1, method="ct")).log_z
+    -1.0
+    """
+    if not hasattr(idata, "log_z") and GROUP not in _groups(idata):
+        try:
+            raw_ct_arrays(idata)
+        except (ValueError, KeyError):
+            pass
+        else:
+            return ct_results(idata)[1]
+    return _read_log_evidence(idata)
+
+
+def _groups(idata):
+    try:
+        return group_names(idata)
+    except TypeError:
+        return []
+

@@ -1,0 +1,132 @@
+"""Turn a raw continuous-tempering trace into the results every method returns.
+
+The raw trace of a CT run samples the *extended* target, so its draws are not posterior
+draws. This module computes the evidence, importance-resamples posterior draws by the
+``w1`` weights, and lays out the groups of DESIGN.md: ``posterior`` (resampled),
+``extended_posterior`` (raw draws with ``log_w0``/``log_w1``), ``sample_stats``,
+``observed_data`` and ``log_evidence``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..compat import get_group, group_names, new_idata
+from ..estimators.ct import ct_log_evidence, log_w0, log_w1
+from ..results import estimate_to_dataset
+
+__all__ = ["CT_PREFIX", "raw_ct_arrays", "ct_results", "resample_posterior"]
+
+CT_PREFIX = "ct_"
+_COPIED_GROUPS = ("observed_data", "constant_data")
+N_BETA_BINS = 20
+
+
+def raw_ct_arrays(raw) -> tuple[np.ndarray, float, str]:
+    """``(delta, log_zeta, source)`` from a raw CT trace (joint model or Gibbs-CT step)."""
+    posterior = get_group(raw, "posterior")
+    if "ct_delta" in posterior:
+        zeta = posterior["ct_log_zeta"].values if "ct_log_zeta" in posterior else None
+        delta, source = posterior["ct_delta"].values, "posterior"
+    else:
+        stats = get_group(raw, "sample_stats") if "sample_stats" in group_names(raw) else {}
+        if "ct_delta" not in stats:
+            raise ValueError(
+                "this trace has no 'ct_delta': it was not sampled from a model built by "
+                "pme.continuous_tempering nor with pme.GibbsContinuousTempering"
+            )
+        zeta = stats["ct_log_zeta"].values
+        delta, source = stats["ct_delta"].values, "sample_stats"
+    if zeta is None or np.ptp(zeta) > 0:
+        raise ValueError("log zeta must be recorded and constant over the trace")
+    return np.asarray(delta, dtype=float), float(np.ravel(zeta)[0]), source
+
+
+def _systematic(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    positions = (rng.random() + np.arange(n)) / n
+    return np.minimum(np.searchsorted(np.cumsum(weights), positions), len(weights) - 1)
+
+
+def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng) -> xr.Dataset:
+    """Resample each chain's draws by ``exp(log_w)`` (systematic), keeping (chain, draw).
+
+    Chains are resampled separately so that chain-level diagnostics (R-hat) still reveal a
+    chain that saw only part of the posterior.
+    """
+    keep = [name for name in posterior.data_vars if not str(name).startswith(CT_PREFIX)]
+    n_chain, n_draw = log_w.shape
+    index = np.empty((n_chain, n_draw), dtype=int)
+    for c in range(n_chain):
+        w = np.exp(log_w[c] - np.max(log_w[c]))
+        index[c] = _systematic(w / w.sum(), n_draw, rng)
+    out = {}
+    for name in keep:
+        values = posterior[name].values
+        picked = np.take_along_axis(
+            values, index.reshape(index.shape + (1,) * (values.ndim - 2)), axis=1
+        )
+        out[name] = (posterior[name].dims, picked)
+    coords = {k: v for k, v in posterior.coords.items() if k not in ("chain", "draw")}
+    ds = xr.Dataset(out, coords={**coords, "chain": posterior.chain, "draw": posterior.draw})
+    ds.attrs = dict(posterior.attrs)
+    ds.attrs["pymc_evidence_note"] = "importance-resampled by w1 from the extended CT draws"
+    return ds
+
+
+def _beta_histogram(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rao-Blackwellized density of beta on a grid of bins: mean over draws of p(beta | x)."""
+    from ..estimators.ct import beta_cdf
+
+    edges = np.linspace(0.0, 1.0, N_BETA_BINS + 1)
+    flat = delta.ravel()
+    cdf = np.stack([beta_cdf(np.full_like(flat, e), flat) for e in edges])
+    return 0.5 * (edges[1:] + edges[:-1]), np.diff(cdf, axis=0).mean(axis=1)
+
+
+def ct_results(
+    raw,
+    *,
+    method: str | None = None,
+    random_seed=None,
+    rounds: list[dict] | None = None,
+    diagnostics: dict | None = None,
+    settings: dict | None = None,
+):
+    """Estimate ``log Z`` from a raw CT trace and assemble the returned container.
+
+    ``method`` defaults to ``"ct"`` for a joint-form trace, ``"gibbs_ct"`` for a Gibbs one.
+    Returns ``(idata, estimate)``.
+    """
+    delta, log_zeta, source = raw_ct_arrays(raw)
+    method = method or ("ct" if source == "posterior" else "gibbs_ct")
+    est = ct_log_evidence(delta, log_zeta, method=method)
+    if diagnostics:
+        est = type(est)(**{**est.__dict__, "diagnostics": {**est.diagnostics, **diagnostics}})
+    rng = np.random.default_rng(random_seed)
+    lw0, lw1 = log_w0(delta), log_w1(delta)
+    raw_post = get_group(raw, "posterior")
+    extended = raw_post.assign(
+        ct_log_w0=(("chain", "draw"), lw0), ct_log_w1=(("chain", "draw"), lw1)
+    )
+    if source == "sample_stats":
+        extended = extended.assign(ct_delta=(("chain", "draw"), delta))
+    centers, density = _beta_histogram(delta)
+    extra = {
+        "beta_bin_center": ("beta_bin", centers),
+        "beta_density": ("beta_bin", density),
+    }
+    for key in ("log_zeta", "log_z", "se", "mean_beta", "ess_w1"):
+        if rounds:
+            extra[f"adapt_{key}"] = ("adapt_round", np.array([r[key] for r in rounds], float))
+    attrs = {"log_zeta": log_zeta, "n_adapt_rounds": len(rounds or []), **(settings or {})}
+    groups = {
+        "posterior": resample_posterior(raw_post, lw1, rng),
+        "extended_posterior": extended,
+        "log_evidence": estimate_to_dataset(est, extra_dims=extra, attrs=attrs),
+    }
+    available = group_names(raw)
+    for name in ("sample_stats", *_COPIED_GROUPS):
+        if name in available:
+            groups[name] = get_group(raw, name)
+    return new_idata(groups), est
