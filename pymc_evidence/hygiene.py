@@ -79,10 +79,11 @@ def check_model(model: pm.Model, *, potentials: str | None = None) -> None:
             "density term, so the evidence depends on what it means. If it is part of the "
             "likelihood (a custom data density), pass potentials='likelihood'."
         )
-    scaled = [
+    scaled = [  # PyMC >= 5.10 wraps total_size RVs in a MinibatchRandomVariable
         rv.name
-        for rv, size in getattr(model, "rvs_to_total_sizes", {}).items()
-        if size is not None
+        for rv in model.basic_RVs
+        if type(rv.owner.op).__name__ == "MinibatchRandomVariable"
+        or getattr(model, "rvs_to_total_sizes", {}).get(rv) is not None
     ]
     if scaled:
         raise ModelHygieneError(

@@ -21,13 +21,13 @@ cd "$root"
 say() { echo "[$venv] $*"; }
 
 rc=0
-py=$("$root/scripts/find_python.sh" $role) || rc=$?
+py=$("$root/scripts/find_python.sh" ${role:+"$role"}) || rc=$?
 if (( rc != 0 )); then
     if [[ $role == --other && $rc == 10 ]]; then
         say "no interpreter for the other PyMC major; skipping"
         exit 10
     fi
-    say "no usable Python found (see message above; set PYTHON=/path/to/python3.x)"
+    say "no usable Python found (see message above; set PYTHON=/path/to/python3.x, or PYTHON_OTHER= for --other)"
     exit 1
 fi
 

@@ -9,11 +9,15 @@ draws. This module computes the evidence, importance-resamples posterior draws b
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+
 import numpy as np
 import xarray as xr
 
 from ..compat import get_group, group_names, new_idata
 from ..estimators.ct import ct_log_evidence, log_w0, log_w1
+from ..estimators.diagnostics import EvidenceWarning, evidence_messages
 from ..results import estimate_to_dataset
 
 __all__ = ["CT_PREFIX", "raw_ct_arrays", "ct_results", "resample_posterior"]
@@ -74,6 +78,15 @@ def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng) -> xr.Data
     return ds
 
 
+def _sampler_diagnostics(raw) -> dict:
+    """Divergences after tuning, from PyMC's or nutpie's ``sample_stats``."""
+    if "sample_stats" not in group_names(raw):
+        return {}
+    stats = get_group(raw, "sample_stats")
+    name = "diverging" if "diverging" in stats else None
+    return {"n_divergences": float(np.sum(stats[name].values))} if name else {}
+
+
 def _beta_histogram(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rao-Blackwellized density of beta on a grid of bins: mean over draws of p(beta | x)."""
     from ..estimators.ct import beta_cdf
@@ -101,8 +114,12 @@ def ct_results(
     delta, log_zeta, source = raw_ct_arrays(raw)
     method = method or ("ct" if source == "posterior" else "gibbs_ct")
     est = ct_log_evidence(delta, log_zeta, method=method)
-    if diagnostics:
-        est = type(est)(**{**est.__dict__, "diagnostics": {**est.diagnostics, **diagnostics}})
+    extra_diag = {**(diagnostics or {}), **_sampler_diagnostics(raw)}
+    messages = evidence_messages(extra_diag, est.se)
+    for message in messages:
+        warnings.warn(message, EvidenceWarning, stacklevel=3)
+    est = replace(est, diagnostics={**est.diagnostics, **extra_diag},
+                  warnings=tuple(est.warnings) + tuple(messages))
     rng = np.random.default_rng(random_seed)
     lw0, lw1 = log_w0(delta), log_w1(delta)
     raw_post = get_group(raw, "posterior")

@@ -15,6 +15,7 @@ END_FRACTION_MIN = 0.01
 CHAIN_PVALUE_MIN = 0.01
 ESS_W1_MIN = 50.0
 ESS_W1_MIN_FRACTION = 0.01
+BASE_MOMENT_Z_MAX = 5.0
 
 
 class EvidenceWarning(UserWarning):
@@ -62,7 +63,10 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
     * ``chain_disagreement`` (a p-value) below ``CHAIN_PVALUE_MIN`` (0.01), reported with
       ``chain_max_z``;
     * ``ess_w1`` below ``ESS_W1_MIN`` (50) or below ``ESS_W1_MIN_FRACTION`` (1%) of ``n_draws``;
-    * a non-finite standard error ``se``.
+    * a non-finite standard error ``se``;
+    * ``n_divergences`` above zero (NUTS divergences after tuning);
+    * ``base_moment_max_mean_z`` or ``base_moment_max_var_z`` above ``BASE_MOMENT_Z_MAX`` (5):
+      the base-moment check of Graham & Storkey's eq. 22 fails.
 
     Parameters
     ----------
@@ -105,4 +109,16 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
         )
     if not np.isfinite(se):
         out.append("the standard error could not be estimated (too few draws per chain)")
+    if diag.get("n_divergences", 0.0) > 0:
+        out.append(
+            f"{diag['n_divergences']:.0f} divergent NUTS transitions after tuning: the sampler"
+            " may have missed part of the tempered target, biasing the estimate beyond its se;"
+            " raise target_accept or reparameterize (e.g. non-centred hierarchies)"
+        )
+    moment_z = max(diag.get("base_moment_max_mean_z", 0.0), diag.get("base_moment_max_var_z", 0.0))
+    if moment_z > BASE_MOMENT_Z_MAX:
+        out.append(
+            f"the w0-weighted draws do not reproduce the base's moments (max |z| = {moment_z:.1f}):"
+            " the base end is not explored as it should be, so the estimate is unreliable"
+        )
     return out
