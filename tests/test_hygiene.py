@@ -178,3 +178,6 @@ def test_model_without_data_has_log_z_zero():
     est = pme.log_evidence(idata)
     assert np.isfinite(est.se) and est.se > 0
     assert abs(est.log_z) < max(4 * est.se, 0.1), est
+    # an easy target: the w0-weighted draws must reproduce the base (eq. 22 check)
+    assert est.diagnostics["base_moment_max_mean_z"] < 5, est.diagnostics
+    assert est.diagnostics["base_moment_max_var_z"] < 5, est.diagnostics

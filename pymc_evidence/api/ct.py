@@ -72,13 +72,26 @@ def refit_base(base, space, raw, log_z: float, covariance: str = "auto"):
     )
 
 
-def _potential(base, extra_dims: int):
+def _potential(base, model):
+    """NUTS's initial diagonal mass matrix from the base, in ``model``'s value-variable order
+    (variables the base does not know, like ``ct_u``, start at the logistic variance)."""
     if isinstance(base, GaussianBase):
         mean, var = base.mean, base.std**2
     else:
         mean, var = np.zeros(base.ndim), np.ones(base.ndim)
-    mean = np.concatenate([mean, np.zeros(extra_dims)])
-    var = np.concatenate([var, np.full(extra_dims, 3.0)])
+    offsets = np.cumsum((0,) + tuple(base.sizes))
+    where = {name: slice(offsets[i], offsets[i + 1]) for i, name in enumerate(base.names)}
+    point = model.initial_point()
+    means, variances = [], []
+    for v in model.value_vars:
+        if v.name in where:
+            means.append(mean[where[v.name]])
+            variances.append(var[where[v.name]])
+        else:
+            size = np.size(point[v.name])
+            means.append(np.zeros(size))
+            variances.append(np.full(size, 3.0))
+    mean, var = np.concatenate(means), np.concatenate(variances)
     return QuadPotentialDiagAdapt(mean.size, mean, var, 10)
 
 
@@ -121,7 +134,7 @@ class _JointSampler:
             self._logp_dlogp = self.ext.logp_dlogp_function(ravel_inputs=True)
             self._logp_dlogp.trust_input = True
         step = pm.NUTS(model=self.ext, logp_dlogp_func=self._logp_dlogp,
-                       potential=_potential(self.base, 1), target_accept=self.target_accept)
+                       potential=_potential(self.base, self.ext), target_accept=self.target_accept)
         initvals = _initvals(self.space, self.base, chains, rng, with_u=True)
         return pm.sample(step=step, initvals=initvals, **kwargs)
 
@@ -138,7 +151,7 @@ class _GibbsSampler:
         self.model, self.base = model, base
         self.step = GibbsContinuousTempering(base=base, model=model, potentials=potentials,
                                              target_accept=target_accept,
-                                             potential=_potential(base, 0))
+                                             potential=_potential(base, model))
 
     def set_base(self, base):
         self.step.set_base(base)

@@ -73,11 +73,21 @@ def _assign(shared, base):
         shared["log_norm"].set_value(np.float64(-base.log_det_chol() - 0.5 * d * np.log(2 * np.pi)))
 
 
+def raveled_value_vars(model, names):
+    """``model``'s value variables in the order of ``names``.
+
+    A cloned model may list its value variables in another order than its source, so the
+    raveled layout of a base is always rebuilt from its names, never from list order.
+    """
+    by_name = {v.name: v for v in model.value_vars}
+    return [by_name[name] for name in names]
+
+
 def _base_logp(model, shared, base):
     """Symbolic normalized base log density on ``model``'s value variables."""
     if isinstance(base, PriorBase):
         return model.logp(vars=model.free_RVs, jacobian=True)
-    x = pt.concatenate([v.ravel() for v in model.value_vars])
+    x = pt.concatenate([v.ravel() for v in raveled_value_vars(model, base.names)])
     z = pt.dot(shared["chol_inv"], x - shared["mean"])
     return -0.5 * pt.sum(z**2) + shared["log_norm"]
 
