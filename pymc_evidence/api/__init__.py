@@ -75,7 +75,8 @@ def sample_evidence(
         - ``potentials``: ``"likelihood"`` to accept ``pm.Potential`` terms as part of the
           likelihood.
         - ``nuts_sampler``: ``"pymc"`` (default), ``"nutpie"`` or ``"numpyro"`` (joint form).
-        - ``target_accept`` (0.9).
+        - ``target_accept`` (0.95: tempered targets mix a broad base with the posterior,
+          and divergences bias the estimate).
 
     Returns
     -------

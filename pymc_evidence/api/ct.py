@@ -208,7 +208,7 @@ def run_ct(
     covariance: str = "auto",
     potentials: str | None = None,
     nuts_sampler: str = "pymc",
-    target_accept: float = 0.9,
+    target_accept: float = 0.95,
 ):
     """Run continuous tempering with adaptation; returns ``(raw_final_trace, base, rounds)``.
 
