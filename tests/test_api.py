@@ -227,9 +227,11 @@ def test_gibbs_ct_log_z(gibbs_run):
 
 def test_same_seed_same_log_z(gibbs_run):
     again = gibbs_wide(5)
-    assert pme.log_evidence(again).log_z == pme.log_evidence(gibbs_run).log_z
-    np.testing.assert_array_equal(get_group(again, "posterior")["x"].values,
-                                  get_group(gibbs_run, "posterior")["x"].values)
+    # rel 1e-9, not bit for bit: see test_transform_and_step.test_gibbs_same_seed_same_result
+    assert pme.log_evidence(again).log_z == pytest.approx(pme.log_evidence(gibbs_run).log_z,
+                                                          rel=1e-9)
+    np.testing.assert_allclose(get_group(again, "posterior")["x"].values,
+                               get_group(gibbs_run, "posterior")["x"].values, rtol=1e-9)
 
 
 def test_compare_orders_models(ct_run, gibbs_run):

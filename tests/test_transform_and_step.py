@@ -265,9 +265,17 @@ def test_gibbs_multiprocess_evidence_is_exact(gibbs_run, bb):
 def test_gibbs_same_seed_same_result(gibbs_run, bb):
     base, log_zeta, raw = gibbs_run
     again = sample_gibbs(bb, base, log_zeta, seed=21)
-    np.testing.assert_array_equal(again.sample_stats["ct_delta"].values,
-                                  raw.sample_stats["ct_delta"].values)
-    assert pme.log_evidence(again).log_z == pme.log_evidence(raw).log_z
+    # Same draws and statistics. Not asserted bit for bit: on PyMC 6 (Numba backend) a
+    # function compiled afresh and the same function loaded from Numba's cache were seen to
+    # round differently (~1e-13), which only shows on the very first run on a machine.
+    np.testing.assert_allclose(again.posterior["p"].values, raw.posterior["p"].values,
+                               rtol=1e-9)
+    np.testing.assert_allclose(again.sample_stats["ct_delta"].values,
+                               raw.sample_stats["ct_delta"].values, rtol=1e-9, atol=1e-9)
+    assert pme.log_evidence(again).log_z == pytest.approx(pme.log_evidence(raw).log_z,
+                                                          rel=1e-9)
+    other = sample_gibbs(bb, base, log_zeta, seed=22)
+    assert not np.allclose(other.posterior["p"].values, raw.posterior["p"].values)
 
 
 def test_joint_form_user_run_evidence_is_exact(bb):

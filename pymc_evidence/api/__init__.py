@@ -22,6 +22,11 @@ METHODS = {
 }
 
 
+def rounds_initial_kind(rounds, base) -> str:
+    """How the run's first base was made (adaptation replaces it by refitted moments)."""
+    return rounds[0]["base_kind"] if rounds else base.kind
+
+
 def _moment_diagnostics(model, base, raw) -> dict:
     """Eq. 22: w0-weighted moments of the draws against the base's known moments."""
     from ..base import GaussianBase
@@ -114,7 +119,7 @@ def sample_evidence(
         random_seed=random_seed, progressbar=progressbar, **method_options,
     )
     settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains),
-                "base_kind": base.kind}
+                "base_kind": base.kind, "base_initial_kind": rounds_initial_kind(rounds, base)}
     idata, _ = ct_results(raw, method=method, random_seed=random_seed, rounds=rounds,
                           diagnostics=_moment_diagnostics(model, base, raw), settings=settings)
     return idata

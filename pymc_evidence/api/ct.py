@@ -165,8 +165,8 @@ class _GibbsSampler:
                          compute_convergence_checks=False, model=self.model)
 
 
-def _round_summary(est, log_zeta) -> dict:
-    return {"log_zeta": log_zeta, "log_z": est.log_z, "se": est.se,
+def _round_summary(est, log_zeta, base) -> dict:
+    return {"log_zeta": log_zeta, "log_z": est.log_z, "se": est.se, "base_kind": base.kind,
             "mean_beta": est.diagnostics.get("mean_beta", np.nan),
             "ess_w1": est.diagnostics.get("ess_w1", np.nan)}
 
@@ -180,7 +180,7 @@ def _adapt(sampler, base, *, rounds, draws, tune, chains, cores, rng, progressba
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = ct_log_evidence(delta, log_zeta)
-        history.append(_round_summary(est, log_zeta))
+        history.append(_round_summary(est, log_zeta, base))
         _log.info("CT adaptation round %d: log zeta %.3f -> estimate %.3f ± %.3f",
                   r + 1, log_zeta, est.log_z, est.se)
         base = refit_base(base, sampler.space, raw, est.log_z, covariance)
@@ -222,7 +222,7 @@ def run_ct(
         raise ValueError(f"adapt_rounds must be >= 0, got {adapt_rounds}")
     rng = np.random.default_rng(random_seed)
     if isinstance(base, str):
-        options = {"restarts": DEFAULT_RESTARTS, **(base_kwargs or {})}
+        options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
         base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
     cls = _JointSampler if form == "joint" else _GibbsSampler
     sampler = cls(model, base, potentials, nuts_sampler, target_accept)

@@ -8,6 +8,7 @@ import numpy as np
 import pymc as pm
 from scipy.special import logsumexp
 
+from ..hygiene import check_model
 from .advi import BaseFitError, evaluate_base, run_advi
 from .gaussian import GaussianBase, PriorBase, moment_match
 from .space import ModelSpace, model_space
@@ -85,6 +86,7 @@ def fit_base(
     learning_rate: float = 0.05,
     n_eval: int = 1000,
     random_seed=None,
+    potentials: str | None = None,
     model: pm.Model | None = None,
 ) -> GaussianBase | PriorBase:
     """Fit the normalized base density of a tempering path.
@@ -104,6 +106,8 @@ def fit_base(
     n_eval : int
         Draws used for the fresh Monte Carlo ELBO and the importance-sampling ``log Z``.
     random_seed : int or Generator, optional
+    potentials : {None, "likelihood"}
+        How to read ``pm.Potential`` terms (see :func:`pymc_evidence.check_model`).
     model : pm.Model, optional
         Taken from the context when omitted.
 
@@ -134,6 +138,7 @@ def fit_base(
     if restarts < 1:
         raise ValueError(f"restarts must be at least 1, got {restarts}")
     space = model_space(model)
+    check_model(space.model, potentials=potentials)
     rng = np.random.default_rng(random_seed)
     if method == "prior":
         return PriorBase(log_zeta=0.0, names=space.names, sizes=space.sizes)
@@ -154,8 +159,8 @@ def fit_base(
             RuntimeWarning,
             stacklevel=2,
         )
-        return fit_base("advi", restarts=restarts, learning_rate=learning_rate,
-                        n_eval=n_eval, random_seed=rng, model=space.model)
+        return fit_base("advi", restarts=restarts, learning_rate=learning_rate, n_eval=n_eval,
+                        random_seed=rng, potentials=potentials, model=space.model)
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     if len(fits) == 1:
