@@ -51,8 +51,15 @@ def ct_run():
     """Default path: ADVI base (small), one adaptation round, joint CT."""
     with normal_model(1.0):
         return pme.sample_evidence(
-            method="ct", draws=300, tune=300, random_seed=3, adapt_rounds=1,
-            adapt_draws=200, adapt_tune=200, base_kwargs={"restarts": 1, "n_steps": 1000}, **RUN,
+            method="ct",
+            draws=300,
+            tune=300,
+            random_seed=3,
+            adapt_rounds=1,
+            adapt_draws=200,
+            adapt_tune=200,
+            base_kwargs={"restarts": 1, "n_steps": 1000},
+            **RUN,
         )
 
 
@@ -64,18 +71,32 @@ def offset_run():
     log_z, mean, sd = exact(1.0)
     model = normal_model(1.0)
     space = model_space(model)
-    base = GaussianBase(mean + sd, np.diag(np.full(2, 1.5 * sd)), log_zeta=log_z + 0.7,
-                        kind="moments", names=space.names, sizes=space.sizes)
+    base = GaussianBase(
+        mean + sd,
+        np.diag(np.full(2, 1.5 * sd)),
+        log_zeta=log_z + 0.7,
+        kind="moments",
+        names=space.names,
+        sizes=space.sizes,
+    )
     with model:
-        return pme.sample_evidence(method="ct", draws=400, tune=300, random_seed=4, base=base,
-                                   adapt_rounds=0, **RUN)
+        return pme.sample_evidence(
+            method="ct", draws=400, tune=300, random_seed=4, base=base, adapt_rounds=0, **RUN
+        )
 
 
 def gibbs_wide(seed):
     with normal_model(3.0):
         return pme.sample_evidence(
-            method="gibbs_ct", draws=300, tune=300, random_seed=seed, adapt_rounds=1,
-            adapt_draws=200, adapt_tune=200, base_kwargs={"restarts": 1, "n_steps": 1000}, **RUN,
+            method="gibbs_ct",
+            draws=300,
+            tune=300,
+            random_seed=seed,
+            adapt_rounds=1,
+            adapt_draws=200,
+            adapt_tune=200,
+            base_kwargs={"restarts": 1, "n_steps": 1000},
+            **RUN,
         )
 
 
@@ -138,7 +159,8 @@ def test_posterior_has_only_source_variables(ct_run):
     np.testing.assert_allclose(post["x_sum"].values, post["x"].values.sum(-1), rtol=1e-12)
     ext = get_group(ct_run, "extended_posterior")
     assert {"ct_u", "ct_beta", "ct_delta", "ct_log_zeta", "ct_log_w0", "ct_log_w1"} <= set(
-        ext.data_vars)
+        ext.data_vars
+    )
     assert ext["x"].shape == (2, 300, 2)
 
 
@@ -203,16 +225,18 @@ def test_resampled_posterior_is_the_exact_posterior(offset_run):
 def test_resampling_seed(ct_run):
     """ct_evidence on the same raw draws: same seed, same posterior; the evidence does not
     depend on the resampling seed."""
-    raw = new_idata({
-        "posterior": get_group(ct_run, "extended_posterior").drop_vars(["ct_log_w0",
-                                                                          "ct_log_w1"]),
-    })
+    raw = new_idata(
+        {
+            "posterior": get_group(ct_run, "extended_posterior").drop_vars(
+                ["ct_log_w0", "ct_log_w1"]
+            ),
+        }
+    )
     a, b, c = (pme.ct_evidence(raw, random_seed=s) for s in (1, 1, 2))
     xa, xb, xc = (get_group(i, "posterior")["x"].values for i in (a, b, c))
     np.testing.assert_array_equal(xa, xb)
     assert not np.array_equal(xa, xc)
-    assert pme.log_evidence(a).log_z == pme.log_evidence(c).log_z == pme.log_evidence(
-        ct_run).log_z
+    assert pme.log_evidence(a).log_z == pme.log_evidence(c).log_z == pme.log_evidence(ct_run).log_z
 
 
 # ------------------------------------------------------------------------------------------
@@ -228,10 +252,14 @@ def test_gibbs_ct_log_z(gibbs_run):
 def test_same_seed_same_log_z(gibbs_run):
     again = gibbs_wide(5)
     # rel 1e-9, not bit for bit: see test_transform_and_step.test_gibbs_same_seed_same_result
-    assert pme.log_evidence(again).log_z == pytest.approx(pme.log_evidence(gibbs_run).log_z,
-                                                          rel=1e-9)
-    np.testing.assert_allclose(get_group(again, "posterior")["x"].values,
-                               get_group(gibbs_run, "posterior")["x"].values, rtol=1e-9)
+    assert pme.log_evidence(again).log_z == pytest.approx(
+        pme.log_evidence(gibbs_run).log_z, rel=1e-9
+    )
+    np.testing.assert_allclose(
+        get_group(again, "posterior")["x"].values,
+        get_group(gibbs_run, "posterior")["x"].values,
+        rtol=1e-9,
+    )
 
 
 def test_compare_orders_models(ct_run, gibbs_run):

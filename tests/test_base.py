@@ -32,8 +32,13 @@ def gaussian_kl(m_q, c_q, m_p, c_p):
     """KL(N(m_q, c_q) || N(m_p, c_p))."""
     p_inv = np.linalg.inv(c_p)
     diff = m_q - m_p
-    return 0.5 * (np.trace(p_inv @ c_q) + diff @ p_inv @ diff - len(m_q)
-                  + np.linalg.slogdet(c_p)[1] - np.linalg.slogdet(c_q)[1])
+    return 0.5 * (
+        np.trace(p_inv @ c_q)
+        + diff @ p_inv @ diff
+        - len(m_q)
+        + np.linalg.slogdet(c_p)[1]
+        - np.linalg.slogdet(c_q)[1]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +134,10 @@ def exact_mixture_posterior(system):
     s0, s, w = system.data["prior_sigma"], system.data["noise_sigma"], system.data["weight"]
     k = s0**2 / (s0**2 + s**2)
     modes = np.array([k * (y - a), k * (y + a)])  # component x + a, component x - a
-    log_terms = [np.log(w) + stats.norm.logpdf(y, a, np.sqrt(s0**2 + s**2)).sum(),
-                 np.log1p(-w) + stats.norm.logpdf(y, -a, np.sqrt(s0**2 + s**2)).sum()]
+    log_terms = [
+        np.log(w) + stats.norm.logpdf(y, a, np.sqrt(s0**2 + s**2)).sum(),
+        np.log1p(-w) + stats.norm.logpdf(y, -a, np.sqrt(s0**2 + s**2)).sum(),
+    ]
     weights = np.exp(log_terms - special.logsumexp(log_terms))
     covs = np.array([k * s**2 * np.eye(len(y))] * 2)
     mean = weights @ modes
@@ -198,8 +205,9 @@ def random_gaussian():
 def test_gaussian_logp_matches_scipy(random_gaussian):
     mean, cov, base = random_gaussian
     x = np.random.default_rng(1).normal(size=(7, 4)) * 2
-    np.testing.assert_allclose(base.logp(x), stats.multivariate_normal(mean, cov).logpdf(x),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        base.logp(x), stats.multivariate_normal(mean, cov).logpdf(x), rtol=1e-12
+    )
     assert base.logp(x[0]).shape == (1,)
     np.testing.assert_allclose(base.cov, cov, rtol=1e-12)
     np.testing.assert_allclose(base.std, np.sqrt(np.diag(cov)), rtol=1e-12)
@@ -287,16 +295,21 @@ def test_space_logp_includes_jacobians(constrained_model):
     space = model_space(constrained_model)
     x = np.array([np.log(1.3), special.logit(0.3), special.logit(0.6), 0.1, -0.2, 0.5, 0.3])
     s, p, mu = 1.3, np.array([0.3, 0.6]), x[3:]
-    expected = (stats.halfnorm.logpdf(s, scale=2.0) + np.log(s)
-                + stats.beta.logpdf(p, 2, 3).sum() + np.log(p * (1 - p)).sum()
-                + stats.norm.logpdf(mu).sum()
-                + stats.norm.logpdf([0.3, 1.2], mu.sum() * p.sum(), s).sum())
+    expected = (
+        stats.halfnorm.logpdf(s, scale=2.0)
+        + np.log(s)
+        + stats.beta.logpdf(p, 2, 3).sum()
+        + np.log(p * (1 - p)).sum()
+        + stats.norm.logpdf(mu).sum()
+        + stats.norm.logpdf([0.3, 1.2], mu.sum() * p.sum(), s).sum()
+    )
     logp, grad = space.logp_dlogp(x)
     assert logp == pytest.approx(expected, rel=1e-10)
     # gradient by central differences
     eps = 1e-6
-    numeric = [(space.logp_dlogp(x + eps * e)[0] - space.logp_dlogp(x - eps * e)[0]) / (2 * eps)
-               for e in np.eye(7)]
+    numeric = [
+        (space.logp_dlogp(x + eps * e)[0] - space.logp_dlogp(x - eps * e)[0]) / (2 * eps)
+        for e in np.eye(7)
+    ]
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(space.logp_many(np.stack([x, x])), [expected, expected],
-                               rtol=1e-10)
+    np.testing.assert_allclose(space.logp_many(np.stack([x, x])), [expected, expected], rtol=1e-10)

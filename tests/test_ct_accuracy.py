@@ -45,18 +45,20 @@ def test_bimodal_posterior_mass_split():
     """Both modes are found, with the exact posterior weights (0.674 / 0.326)."""
     case = tm.mixture_likelihood()
     idata = pme.sample_evidence(case.model, method="ct", random_seed=SEED, progressbar=False)
-    from pymc_evidence.compat import get_group
-
     from scipy import stats
+
+    from pymc_evidence.compat import get_group
 
     data = case.data
     y, a, w = np.asarray(data["y"]), np.asarray(data["offset"]), data["weight"]
     s0, s = data["prior_sigma"], data["noise_sigma"]
     sd = np.sqrt(s0**2 + s**2)
-    log_mass = np.array([
-        np.log(w) + stats.norm.logpdf(y, a, sd).sum(),
-        np.log1p(-w) + stats.norm.logpdf(y, -a, sd).sum(),
-    ])
+    log_mass = np.array(
+        [
+            np.log(w) + stats.norm.logpdf(y, a, sd).sum(),
+            np.log1p(-w) + stats.norm.logpdf(y, -a, sd).sum(),
+        ]
+    )
     exact = np.exp(log_mass[0] - np.logaddexp(*log_mass))
     shrink = s0**2 / (s0**2 + s**2)
     centre_plus, centre_minus = shrink * (y - a), shrink * (y + a)

@@ -17,8 +17,15 @@ from pymc_evidence.base import model_space
 Y = np.array([0.4, -0.3, 1.1])
 
 # Small CT settings for the few end-to-end runs of this file.
-SMALL = dict(draws=300, tune=300, chains=2, cores=1, progressbar=False,
-             adapt_rounds=0, base_kwargs={"restarts": 1, "n_steps": 1000})
+SMALL = dict(
+    draws=300,
+    tune=300,
+    chains=2,
+    cores=1,
+    progressbar=False,
+    adapt_rounds=0,
+    base_kwargs={"restarts": 1, "n_steps": 1000},
+)
 
 
 @pytest.fixture

@@ -35,8 +35,12 @@ def two_var_model():
 def log_f_by_hand(mu, s_log):
     """Joint density on (mu, log s), Jacobian of s = exp(s_log) included."""
     s = np.exp(s_log)
-    return (stats.norm.logpdf(mu, MU0, MU_SD) + stats.halfnorm.logpdf(s, scale=S_SD) + s_log
-            + stats.norm.logpdf(Y, mu, s).sum())
+    return (
+        stats.norm.logpdf(mu, MU0, MU_SD)
+        + stats.halfnorm.logpdf(s, scale=S_SD)
+        + s_log
+        + stats.norm.logpdf(Y, mu, s).sum()
+    )
 
 
 def log_prior_by_hand(mu, s_log):
@@ -50,20 +54,24 @@ def log_logistic(u):
 
 def gaussian_base(model, mean, chol, log_zeta):
     space = model_space(model)
-    return GaussianBase(np.asarray(mean, float), np.asarray(chol, float), log_zeta=log_zeta,
-                        kind="moments", names=space.names, sizes=space.sizes)
+    return GaussianBase(
+        np.asarray(mean, float),
+        np.asarray(chol, float),
+        log_zeta=log_zeta,
+        kind="moments",
+        names=space.names,
+        sizes=space.sizes,
+    )
 
 
 def random_points(n, seed):
     rng = np.random.default_rng(seed)
-    return [(rng.normal(0.4, 1.0), rng.normal(-0.3, 0.8), rng.normal(0.0, 2.0))
-            for _ in range(n)]
+    return [(rng.normal(0.4, 1.0), rng.normal(-0.3, 0.8), rng.normal(0.0, 2.0)) for _ in range(n)]
 
 
 def extended_logp_reference(mu, s_log, u, log_q, log_zeta):
     beta = special.expit(u)
-    return (beta * (log_f_by_hand(mu, s_log) - log_zeta) + (1 - beta) * log_q
-            + log_logistic(u))
+    return beta * (log_f_by_hand(mu, s_log) - log_zeta) + (1 - beta) * log_q + log_logistic(u)
 
 
 def ct_deterministics_fn(ext):
@@ -87,8 +95,9 @@ def test_source_logp_is_the_hand_written_joint_density(source):
     """The reference below relies on this: PyMC's logp(jacobian=True) on (mu, s_log__)."""
     logp = source.compile_logp(jacobian=True)
     for mu, s_log, _ in random_points(5, seed=0):
-        assert logp({"mu": mu, "s_log__": s_log}) == pytest.approx(log_f_by_hand(mu, s_log),
-                                                                   rel=1e-10)
+        assert logp({"mu": mu, "s_log__": s_log}) == pytest.approx(
+            log_f_by_hand(mu, s_log), rel=1e-10
+        )
 
 
 def test_extended_model_structure_and_source_untouched(source, base1):
@@ -171,8 +180,9 @@ def test_set_base_updates_compiled_functions(source, base1):
 
 
 def test_mismatched_base_layout_is_refused(source, base1):
-    wrong_names = GaussianBase(np.zeros(2), np.eye(2), log_zeta=0.0, kind="moments",
-                               names=("a", "b"), sizes=(1, 1))
+    wrong_names = GaussianBase(
+        np.zeros(2), np.eye(2), log_zeta=0.0, kind="moments", names=("a", "b"), sizes=(1, 1)
+    )
     wrong_dim = GaussianBase(np.zeros(3), np.eye(3), log_zeta=0.0, kind="moments")
     for base in (wrong_names, wrong_dim):
         with pytest.raises(ValueError):
@@ -200,8 +210,14 @@ def laplace_base(system):
     p = alpha / (alpha + beta)
     std = 1.0 / np.sqrt((alpha + beta) * p * (1 - p))
     space = model_space(system.model)
-    return GaussianBase(np.array([special.logit(p)]), np.array([[1.2 * std]]), log_zeta=0.0,
-                        kind="moments", names=space.names, sizes=space.sizes)
+    return GaussianBase(
+        np.array([special.logit(p)]),
+        np.array([[1.2 * std]]),
+        log_zeta=0.0,
+        kind="moments",
+        names=space.names,
+        sizes=space.sizes,
+    )
 
 
 def bb_log_f(system, x):
@@ -209,15 +225,30 @@ def bb_log_f(system, x):
     y, a, b = system.data["y"], system.data["a"], system.data["b"]
     h, n = y.sum(), y.size
     log_p, log_1mp = -np.logaddexp(0, -x), -np.logaddexp(0, x)
-    return ((a - 1) * log_p + (b - 1) * log_1mp - special.betaln(a, b)
-            + h * log_p + (n - h) * log_1mp + log_p + log_1mp)
+    return (
+        (a - 1) * log_p
+        + (b - 1) * log_1mp
+        - special.betaln(a, b)
+        + h * log_p
+        + (n - h) * log_1mp
+        + log_p
+        + log_1mp
+    )
 
 
 def sample_gibbs(system, base, log_zeta, seed, cores=2):
     with system.model:
         step = pme.GibbsContinuousTempering(base=base, log_zeta=log_zeta)
-        return pm.sample(400, tune=300, step=step, chains=2, cores=cores, random_seed=seed,
-                         progressbar=False, compute_convergence_checks=False)
+        return pm.sample(
+            400,
+            tune=300,
+            step=step,
+            chains=2,
+            cores=cores,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -268,12 +299,14 @@ def test_gibbs_same_seed_same_result(gibbs_run, bb):
     # Same draws and statistics. Not asserted bit for bit: on PyMC 6 (Numba backend) a
     # function compiled afresh and the same function loaded from Numba's cache were seen to
     # round differently (~1e-13), which only shows on the very first run on a machine.
-    np.testing.assert_allclose(again.posterior["p"].values, raw.posterior["p"].values,
-                               rtol=1e-9)
-    np.testing.assert_allclose(again.sample_stats["ct_delta"].values,
-                               raw.sample_stats["ct_delta"].values, rtol=1e-9, atol=1e-9)
-    assert pme.log_evidence(again).log_z == pytest.approx(pme.log_evidence(raw).log_z,
-                                                          rel=1e-9)
+    np.testing.assert_allclose(again.posterior["p"].values, raw.posterior["p"].values, rtol=1e-9)
+    np.testing.assert_allclose(
+        again.sample_stats["ct_delta"].values,
+        raw.sample_stats["ct_delta"].values,
+        rtol=1e-9,
+        atol=1e-9,
+    )
+    assert pme.log_evidence(again).log_z == pytest.approx(pme.log_evidence(raw).log_z, rel=1e-9)
     other = sample_gibbs(bb, base, log_zeta, seed=22)
     assert not np.allclose(other.posterior["p"].values, raw.posterior["p"].values)
 
@@ -283,8 +316,15 @@ def test_joint_form_user_run_evidence_is_exact(bb):
     with bb.model:
         ext = pme.continuous_tempering(base, log_zeta=bb.log_z - 1.0)
     with ext:
-        raw = pm.sample(400, tune=300, chains=2, cores=1, random_seed=22, progressbar=False,
-                        compute_convergence_checks=False)
+        raw = pm.sample(
+            400,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=22,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     idata = pme.ct_evidence(raw, ext, random_seed=0)
     est = pme.log_evidence(idata)
     assert est.method == "ct"

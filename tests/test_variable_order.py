@@ -30,11 +30,18 @@ def test_delta_matches_independent_computation_whatever_the_clone_order():
     chol = np.diag([0.1, 0.2, 0.05])
     order = {name: i for i, name in enumerate(space.names)}
     perm = [order[n] for n in ("alpha", "beta", "sigma_log__")]
-    base = GaussianBase(mean[np.argsort(perm)], chol, log_zeta=-50.0, kind="moments",
-                        names=space.names, sizes=space.sizes)
+    base = GaussianBase(
+        mean[np.argsort(perm)],
+        chol,
+        log_zeta=-50.0,
+        kind="moments",
+        names=space.names,
+        sizes=space.sizes,
+    )
     ext = pme.continuous_tempering(base, model=model)
-    delta_fn = ext.compile_fn(ext["ct_delta"], inputs=[v for v in ext.value_vars
-                                                       if v.name != "ct_u"])
+    delta_fn = ext.compile_fn(
+        ext["ct_delta"], inputs=[v for v in ext.value_vars if v.name != "ct_u"]
+    )
     rng = np.random.default_rng(1)
     for x in base.sample(5, rng):
         point = space.unravel(x)

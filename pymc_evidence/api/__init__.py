@@ -8,7 +8,8 @@ from ..base import model_space
 from ..compat import group_names
 from ..estimators.ct import base_moment_check
 from ..hygiene import check_model
-from ..results import GROUP, log_evidence as _read_log_evidence
+from ..results import GROUP
+from ..results import log_evidence as _read_log_evidence
 from ..transforms.tempering import ct_spec
 from .assemble import ct_results, raw_ct_arrays
 from .ct import _unconstrained_draws, run_ct
@@ -36,8 +37,10 @@ def _moment_diagnostics(model, base, raw) -> dict:
     delta, _, _ = raw_ct_arrays(raw)
     x = _unconstrained_draws(model_space(model), raw)
     check = base_moment_check(x, delta, base.mean, base.cov)
-    return {"base_moment_max_mean_z": float(check["max_mean_z"]),
-            "base_moment_max_var_z": float(check["max_var_z"])}
+    return {
+        "base_moment_max_mean_z": float(check["max_mean_z"]),
+        "base_moment_max_var_z": float(check["max_var_z"]),
+    }
 
 
 def sample_evidence(
@@ -115,13 +118,31 @@ def sample_evidence(
         raise ValueError(f"tune must be >= 0, got {tune}")
     form = "joint" if method == "ct" else "gibbs"
     raw, base, rounds = run_ct(
-        model, form=form, draws=draws, tune=tune, chains=chains, cores=cores,
-        random_seed=random_seed, progressbar=progressbar, **method_options,
+        model,
+        form=form,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        **method_options,
     )
-    settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains),
-                "base_kind": base.kind, "base_initial_kind": rounds_initial_kind(rounds, base)}
-    idata, _ = ct_results(raw, method=method, random_seed=random_seed, rounds=rounds,
-                          diagnostics=_moment_diagnostics(model, base, raw), settings=settings)
+    settings = {
+        "draws": int(draws),
+        "tune": int(tune),
+        "chains": int(chains),
+        "base_kind": base.kind,
+        "base_initial_kind": rounds_initial_kind(rounds, base),
+    }
+    idata, _ = ct_results(
+        raw,
+        method=method,
+        random_seed=random_seed,
+        rounds=rounds,
+        diagnostics=_moment_diagnostics(model, base, raw),
+        settings=settings,
+    )
     return idata
 
 
@@ -195,4 +216,3 @@ def _groups(idata):
         return group_names(idata)
     except TypeError:
         return []
-

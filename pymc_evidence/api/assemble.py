@@ -118,8 +118,11 @@ def ct_results(
     messages = evidence_messages(extra_diag, est.se)
     for message in messages:
         warnings.warn(message, EvidenceWarning, stacklevel=3)
-    est = replace(est, diagnostics={**est.diagnostics, **extra_diag},
-                  warnings=tuple(est.warnings) + tuple(messages))
+    est = replace(
+        est,
+        diagnostics={**est.diagnostics, **extra_diag},
+        warnings=tuple(est.warnings) + tuple(messages),
+    )
     rng = np.random.default_rng(random_seed)
     lw0, lw1 = log_w0(delta), log_w1(delta)
     raw_post = get_group(raw, "posterior")

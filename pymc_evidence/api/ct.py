@@ -67,8 +67,15 @@ def refit_base(base, space, raw, log_z: float, covariance: str = "auto"):
     prior_n = space.ndim + 2.0
     cov = (ess * cov + prior_n * old) / (ess + prior_n)
     return GaussianBase.from_moments(
-        mean, cov, log_zeta=log_z, kind="moments", names=base.names, sizes=base.sizes,
-        elbo=base.elbo, elbo_se=base.elbo_se, info={"refit_ess": float(ess)},
+        mean,
+        cov,
+        log_zeta=log_z,
+        kind="moments",
+        names=base.names,
+        sizes=base.sizes,
+        elbo=base.elbo,
+        elbo_se=base.elbo_se,
+        info={"refit_ess": float(ess)},
     )
 
 
@@ -125,16 +132,29 @@ class _JointSampler:
 
     def sample(self, draws, tune, chains, cores, seed, progressbar):
         rng = np.random.default_rng(seed)
-        kwargs = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                      progressbar=progressbar, compute_convergence_checks=False, model=self.ext)
+        kwargs = dict(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=seed,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            model=self.ext,
+        )
         if self.nuts_sampler != "pymc":
-            return pm.sample(nuts_sampler=self.nuts_sampler, target_accept=self.target_accept,
-                             **kwargs)
+            return pm.sample(
+                nuts_sampler=self.nuts_sampler, target_accept=self.target_accept, **kwargs
+            )
         if self._logp_dlogp is None:
             self._logp_dlogp = self.ext.logp_dlogp_function(ravel_inputs=True)
             self._logp_dlogp.trust_input = True
-        step = pm.NUTS(model=self.ext, logp_dlogp_func=self._logp_dlogp,
-                       potential=_potential(self.base, self.ext), target_accept=self.target_accept)
+        step = pm.NUTS(
+            model=self.ext,
+            logp_dlogp_func=self._logp_dlogp,
+            potential=_potential(self.base, self.ext),
+            target_accept=self.target_accept,
+        )
         initvals = _initvals(self.space, self.base, chains, rng, with_u=True)
         return pm.sample(step=step, initvals=initvals, **kwargs)
 
@@ -149,9 +169,13 @@ class _GibbsSampler:
             raise ValueError("gibbs_ct runs PyMC's own NUTS; use method='ct' for other backends")
         self.space = model_space(model)
         self.model, self.base = model, base
-        self.step = GibbsContinuousTempering(base=base, model=model, potentials=potentials,
-                                             target_accept=target_accept,
-                                             potential=_potential(base, model))
+        self.step = GibbsContinuousTempering(
+            base=base,
+            model=model,
+            potentials=potentials,
+            target_accept=target_accept,
+            potential=_potential(base, model),
+        )
 
     def set_base(self, base):
         self.step.set_base(base)
@@ -160,15 +184,29 @@ class _GibbsSampler:
     def sample(self, draws, tune, chains, cores, seed, progressbar):
         rng = np.random.default_rng(seed)
         initvals = _initvals(self.space, self.base, chains, rng, with_u=False)
-        return pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, step=self.step,
-                         initvals=initvals, random_seed=seed, progressbar=progressbar,
-                         compute_convergence_checks=False, model=self.model)
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            step=self.step,
+            initvals=initvals,
+            random_seed=seed,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            model=self.model,
+        )
 
 
 def _round_summary(est, log_zeta, base) -> dict:
-    return {"log_zeta": log_zeta, "log_z": est.log_z, "se": est.se, "base_kind": base.kind,
-            "mean_beta": est.diagnostics.get("mean_beta", np.nan),
-            "ess_w1": est.diagnostics.get("ess_w1", np.nan)}
+    return {
+        "log_zeta": log_zeta,
+        "log_z": est.log_z,
+        "se": est.se,
+        "base_kind": base.kind,
+        "mean_beta": est.diagnostics.get("mean_beta", np.nan),
+        "ess_w1": est.diagnostics.get("ess_w1", np.nan),
+    }
 
 
 def _adapt(sampler, base, *, rounds, draws, tune, chains, cores, rng, progressbar, covariance):
@@ -181,8 +219,13 @@ def _adapt(sampler, base, *, rounds, draws, tune, chains, cores, rng, progressba
             warnings.simplefilter("ignore")
             est = ct_log_evidence(delta, log_zeta)
         history.append(_round_summary(est, log_zeta, base))
-        _log.info("CT adaptation round %d: log zeta %.3f -> estimate %.3f ± %.3f",
-                  r + 1, log_zeta, est.log_z, est.se)
+        _log.info(
+            "CT adaptation round %d: log zeta %.3f -> estimate %.3f ± %.3f",
+            r + 1,
+            log_zeta,
+            est.log_z,
+            est.se,
+        )
         base = refit_base(base, sampler.space, raw, est.log_z, covariance)
         sampler.set_base(base)
         if abs(est.log_z - log_zeta) < max(2.0 * est.se, 0.05):
@@ -226,8 +269,17 @@ def run_ct(
         base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
     cls = _JointSampler if form == "joint" else _GibbsSampler
     sampler = cls(model, base, potentials, nuts_sampler, target_accept)
-    base, history = _adapt(sampler, base, rounds=adapt_rounds, draws=adapt_draws,
-                           tune=adapt_tune, chains=chains, cores=cores, rng=rng,
-                           progressbar=progressbar, covariance=covariance)
+    base, history = _adapt(
+        sampler,
+        base,
+        rounds=adapt_rounds,
+        draws=adapt_draws,
+        tune=adapt_tune,
+        chains=chains,
+        cores=cores,
+        rng=rng,
+        progressbar=progressbar,
+        covariance=covariance,
+    )
     raw = sampler.sample(draws, tune, chains, cores, int(rng.integers(2**31)), progressbar)
     return raw, base, history

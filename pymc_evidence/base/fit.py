@@ -159,8 +159,15 @@ def fit_base(
             RuntimeWarning,
             stacklevel=2,
         )
-        return fit_base("advi", restarts=restarts, learning_rate=learning_rate, n_eval=n_eval,
-                        random_seed=rng, potentials=potentials, model=space.model)
+        return fit_base(
+            "advi",
+            restarts=restarts,
+            learning_rate=learning_rate,
+            n_eval=n_eval,
+            random_seed=rng,
+            potentials=potentials,
+            model=space.model,
+        )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     if len(fits) == 1:

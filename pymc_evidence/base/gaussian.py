@@ -115,8 +115,13 @@ class GaussianBase:
                 continue
         else:
             raise np.linalg.LinAlgError("covariance is not positive definite, even with jitter")
-        return cls(mean=np.asarray(mean, dtype=float), chol=chol, log_zeta=float(log_zeta),
-                   kind=kind, **kwargs)
+        return cls(
+            mean=np.asarray(mean, dtype=float),
+            chol=chol,
+            log_zeta=float(log_zeta),
+            kind=kind,
+            **kwargs,
+        )
 
 
 def moment_match(log_weights, means, covs):

@@ -107,9 +107,14 @@ class ModelSpace:
         flat = {rv.name: np.asarray(values[rv.name]).reshape((n, -1)) for rv in rvs}
         out = np.empty((n, self.ndim))
         for i in range(n):
-            args = [flat[rv.name][i].reshape(rv.type.shape if None not in rv.type.shape
-                                              else np.shape(values[rv.name])[len(lead):])
-                    for rv in rvs]
+            args = [
+                flat[rv.name][i].reshape(
+                    rv.type.shape
+                    if None not in rv.type.shape
+                    else np.shape(values[rv.name])[len(lead) :]
+                )
+                for rv in rvs
+            ]
             out[i] = np.concatenate([np.ravel(v) for v in self._unconstrain(*args)])
         return out.reshape((*lead, self.ndim))
 

@@ -101,8 +101,8 @@ def _check_layout(base, space):
     if tuple(base.names) and (tuple(base.names), tuple(base.sizes)) != (space.names, space.sizes):
         raise ValueError(
             "the base was fitted on a different model: its variables "
-            f"{list(zip(base.names, base.sizes))} differ from the model's "
-            f"{list(zip(space.names, space.sizes))}"
+            f"{list(zip(base.names, base.sizes, strict=True))} differ from the model's "
+            f"{list(zip(space.names, space.sizes, strict=True))}"
         )
     if isinstance(base, GaussianBase) and base.ndim != space.ndim:
         raise ValueError(f"base has dimension {base.ndim}, the model {space.ndim}")
@@ -132,8 +132,8 @@ def continuous_tempering(
     -------
     pm.Model
         A new model with the free variable ``ct_u`` and deterministics ``ct_beta``,
-        ``ct_delta`` and ``ct_log_zeta``. Sample it with ``pm.sample`` (or nutpie / numpyro) and read the
-        evidence with :func:`pymc_evidence.ct_evidence`.
+        ``ct_delta`` and ``ct_log_zeta``. Sample it with ``pm.sample`` (or nutpie /
+        numpyro) and read the evidence with :func:`pymc_evidence.ct_evidence`.
 
     Examples
     --------
@@ -160,7 +160,8 @@ def continuous_tempering(
         u = pm.Logistic(U_NAME, 0.0, 1.0, initval=0.0)
         beta = pm.Deterministic(BETA_NAME, pm.math.sigmoid(u))
         log_zeta_t = shared["log_zeta"]
-        pm.Potential("ct_tempering", (beta - 1.0) * log_f + (1.0 - beta) * log_q - beta * log_zeta_t)
+        tempering = (beta - 1.0) * log_f + (1.0 - beta) * log_q - beta * log_zeta_t
+        pm.Potential("ct_tempering", tempering)
         pm.Deterministic(DELTA_NAME, log_zeta_t + log_q - log_f)
         pm.Deterministic(LOG_ZETA_NAME, log_zeta_t)
     _SPECS[ext] = CTSpec(source=model, base=base, shared=shared, names=space.names)
@@ -172,9 +173,7 @@ def ct_spec(ext: pm.Model) -> CTSpec:
     try:
         return _SPECS[ext]
     except (KeyError, TypeError):
-        raise ValueError(
-            "this model was not built by pymc_evidence.continuous_tempering"
-        ) from None
+        raise ValueError("this model was not built by pymc_evidence.continuous_tempering") from None
 
 
 def set_base(ext: pm.Model, base: GaussianBase | PriorBase) -> None:
