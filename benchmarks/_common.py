@@ -53,13 +53,17 @@ def _radon(key: str):
 MODELS: dict[str, tuple[str, Callable[[], tuple[Any, float]]]] = {
     "conj_d5": ("conjugate_regression(d=5)", _conj(5)),
     "conj_d50": ("conjugate_regression(d=50)", _conj(50)),
-    "hier_centered": ("hierarchical_normal() (centered funnel, J=8)",
-                      _analytic("hierarchical_normal")),
+    "hier_centered": (
+        "hierarchical_normal() (centered funnel, J=8)",
+        _analytic("hierarchical_normal"),
+    ),
     "beta_bernoulli": ("beta_bernoulli() (n=50)", _analytic("beta_bernoulli")),
     "mixture": ("mixture_likelihood()", _analytic("mixture_likelihood")),
     "normalized_density": ("normalized_density()", _analytic("normalized_density")),
-    "radon_vi": ("radon_models()['varying_intercept'] (no exact log Z)",
-                 _radon("varying_intercept")),
+    "radon_vi": (
+        "radon_models()['varying_intercept'] (no exact log Z)",
+        _radon("varying_intercept"),
+    ),
     "radon_pooled": ("radon_models()['pooled'] (no exact log Z)", _radon("pooled")),
 }
 
@@ -145,8 +149,9 @@ def fmt(value, spec: str = ".3f", width: int = 0) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
     line = "  ".join(h.rjust(w) for h, w in zip(header, widths))
     out = [line, "-" * len(line)]
     out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]

@@ -43,13 +43,17 @@ ANALYTIC = [k for k in MODELS if not k.startswith("radon")]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--method", default="ct", choices=("ct", "gibbs_ct"))
     p.add_argument("--repeats", type=int, default=20, help="seeds 0 .. repeats-1")
     p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                   help=f"comma-separated subset of {', '.join(ANALYTIC)}")
+    p.add_argument(
+        "--models",
+        default=",".join(DEFAULT_MODELS),
+        help=f"comma-separated subset of {', '.join(ANALYTIC)}",
+    )
     p.add_argument("--chains", type=int, default=4)
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--draws", type=int, default=None, help="default: the package default")
@@ -67,13 +71,24 @@ def one_run(model, args, seed) -> dict:
     import pymc_evidence as pme
 
     opts = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
-    idata = pme.sample_evidence(model, method=args.method, chains=args.chains,
-                                cores=args.cores, random_seed=seed, progressbar=False, **opts)
+    idata = pme.sample_evidence(
+        model,
+        method=args.method,
+        chains=args.chains,
+        cores=args.cores,
+        random_seed=seed,
+        progressbar=False,
+        **opts,
+    )
     est = pme.log_evidence(idata)
-    return {"log_z": float(est.log_z), "se": float(est.se),
-            "per_chain_log_z": np.asarray(est.per_chain_log_z, dtype=float),
-            "per_chain_se": np.asarray(est.per_chain_se, dtype=float),
-            "diagnostics": dict(est.diagnostics), "package_warnings": list(est.warnings)}
+    return {
+        "log_z": float(est.log_z),
+        "se": float(est.se),
+        "per_chain_log_z": np.asarray(est.per_chain_log_z, dtype=float),
+        "per_chain_se": np.asarray(est.per_chain_se, dtype=float),
+        "diagnostics": dict(est.diagnostics),
+        "package_warnings": list(est.warnings),
+    }
 
 
 def summarize(runs: list[dict], truth: float) -> dict:
@@ -88,7 +103,8 @@ def summarize(runs: list[dict], truth: float) -> dict:
     sd_err = float(err.std(ddof=1)) if n > 1 else math.nan
     mean_err = float(err.mean())
     return {
-        "n_ok": n, "n_failed": len(runs) - n,
+        "n_ok": n,
+        "n_failed": len(runs) - n,
         "mean_error": mean_err,
         "mean_error_se": sd_err / math.sqrt(n) if n > 1 else math.nan,
         "rmse": float(np.sqrt(np.mean(err**2))),
@@ -98,7 +114,8 @@ def summarize(runs: list[dict], truth: float) -> dict:
         "sd_error_over_rms_se": sd_err / float(np.sqrt(np.mean(se**2))),
         "coverage_2se": float(np.mean(np.abs(err) <= 2 * se)),
         "coverage_1se": float(np.mean(np.abs(err) <= se)),
-        "mean_z": float(np.mean(z)), "sd_z": float(np.std(z, ddof=1)) if n > 1 else math.nan,
+        "mean_z": float(np.mean(z)),
+        "sd_z": float(np.std(z, ddof=1)) if n > 1 else math.nan,
         "max_abs_z": float(np.max(np.abs(z))),
         "z_scores": z.tolist(),
         "n_with_package_warnings": sum(bool(r.get("package_warnings")) for r in ok),
@@ -107,22 +124,52 @@ def summarize(runs: list[dict], truth: float) -> dict:
 
 
 def render(summaries: dict, method: str) -> str:
-    header = ["model", "method", "n_ok", "fail", "truth", "mean_err", "rmse", "sd_err",
-              "mean_se", "sd_err/se", "cov_2se", "cov_1se", "mean_z", "sd_z", "max|z|",
-              "t_run_s"]
+    header = [
+        "model",
+        "method",
+        "n_ok",
+        "fail",
+        "truth",
+        "mean_err",
+        "rmse",
+        "sd_err",
+        "mean_se",
+        "sd_err/se",
+        "cov_2se",
+        "cov_1se",
+        "mean_z",
+        "sd_z",
+        "max|z|",
+        "t_run_s",
+    ]
     rows = []
     for name, (truth, s) in summaries.items():
         if not s.get("n_ok"):
-            rows.append([name, method, "0", str(s.get("n_failed", 0)), fmt(truth, ".4f")]
-                        + [""] * (len(header) - 5))
+            rows.append(
+                [name, method, "0", str(s.get("n_failed", 0)), fmt(truth, ".4f")]
+                + [""] * (len(header) - 5)
+            )
             continue
-        rows.append([name, method, str(s["n_ok"]), str(s["n_failed"]), fmt(truth, ".4f"),
-                     fmt(s["mean_error"], "+.5f"), fmt(s["rmse"], ".5f"),
-                     fmt(s["sd_error"], ".5f"), fmt(s["mean_se"], ".5f"),
-                     fmt(s["sd_error_over_rms_se"], ".2f"), fmt(s["coverage_2se"], ".2f"),
-                     fmt(s["coverage_1se"], ".2f"), fmt(s["mean_z"], "+.2f"),
-                     fmt(s["sd_z"], ".2f"), fmt(s["max_abs_z"], ".2f"),
-                     fmt(s["mean_time_s"], ".1f")])
+        rows.append(
+            [
+                name,
+                method,
+                str(s["n_ok"]),
+                str(s["n_failed"]),
+                fmt(truth, ".4f"),
+                fmt(s["mean_error"], "+.5f"),
+                fmt(s["rmse"], ".5f"),
+                fmt(s["sd_error"], ".5f"),
+                fmt(s["mean_se"], ".5f"),
+                fmt(s["sd_error_over_rms_se"], ".2f"),
+                fmt(s["coverage_2se"], ".2f"),
+                fmt(s["coverage_1se"], ".2f"),
+                fmt(s["mean_z"], "+.2f"),
+                fmt(s["sd_z"], ".2f"),
+                fmt(s["max_abs_z"], ".2f"),
+                fmt(s["mean_time_s"], ".1f"),
+            ]
+        )
     return table(header, rows)
 
 
@@ -131,13 +178,23 @@ def main(argv=None) -> int:
     quiet_logs(args.verbose)
     seeds = list(range(args.first_seed, args.first_seed + args.repeats))
     env = environment()
-    payload = {"environment": env,
-               "settings": {"method": args.method, "seeds": seeds, "chains": args.chains,
-                            "cores": args.cores, "draws": args.draws, "tune": args.tune},
-               "models": {}}
-    print(f"# calibration: method={args.method} models={args.models} seeds={seeds[0]}.."
-          f"{seeds[-1]} chains={args.chains} cores={args.cores} draws={args.draws or 'default'}"
-          f" tune={args.tune or 'default'}")
+    payload = {
+        "environment": env,
+        "settings": {
+            "method": args.method,
+            "seeds": seeds,
+            "chains": args.chains,
+            "cores": args.cores,
+            "draws": args.draws,
+            "tune": args.tune,
+        },
+        "models": {},
+    }
+    print(
+        f"# calibration: method={args.method} models={args.models} seeds={seeds[0]}.."
+        f"{seeds[-1]} chains={args.chains} cores={args.cores} draws={args.draws or 'default'}"
+        f" tune={args.tune or 'default'}"
+    )
     print(f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}")
     sys.stdout.flush()
     summaries = {}
@@ -156,10 +213,16 @@ def main(argv=None) -> int:
                 except Exception as exc:
                     res = failure(exc)
                 elapsed = time.perf_counter() - t0
-            res.update(seed=seed, time_s=elapsed,
-                       python_warnings=sorted({f"{w.category.__name__}: "
-                                               f"{str(w.message).splitlines()[0][:200]}"
-                                               for w in caught}))
+            res.update(
+                seed=seed,
+                time_s=elapsed,
+                python_warnings=sorted(
+                    {
+                        f"{w.category.__name__}: {str(w.message).splitlines()[0][:200]}"
+                        for w in caught
+                    }
+                ),
+            )
             runs.append(res)
             if "traceback" in res:
                 print(f"   seed {seed:3d}: FAILED after {elapsed:.1f} s\n{res['traceback']}")
@@ -167,10 +230,11 @@ def main(argv=None) -> int:
                 err = res["log_z"] - truth
                 z = err / res["se"] if res["se"] > 0 else math.nan
                 flag = "" if abs(err) <= 2 * res["se"] else "   <-- |err| > 2 se"
-                print(f"   seed {seed:3d}: log Z = {res['log_z']:.5f} ± {res['se']:.5f}  "
-                      f"err {err:+.5f}  z {z:+.2f}  {elapsed:5.1f} s{flag}"
-                      + (f"  warnings: {res['package_warnings']}"
-                         if res["package_warnings"] else ""))
+                print(
+                    f"   seed {seed:3d}: log Z = {res['log_z']:.5f} ± {res['se']:.5f}  "
+                    f"err {err:+.5f}  z {z:+.2f}  {elapsed:5.1f} s{flag}"
+                    + (f"  warnings: {res['package_warnings']}" if res["package_warnings"] else "")
+                )
             sys.stdout.flush()
             payload["models"][name]["summary"] = summarize(runs, truth)
             write_json(args.out, payload)
@@ -183,8 +247,10 @@ def main(argv=None) -> int:
         if s.get("n_ok"):
             zs = " ".join(f"{z:+.2f}" for z in s["z_scores"])
             print(f"\nz-scores {name} (seed order): {zs}")
-    print("\ncov_2se: fraction of runs with |error| <= 2 se (nominal 0.954, want >= 0.85); "
-          "sd_err/se: actual spread of the errors over the rms reported se (1 = honest).")
+    print(
+        "\ncov_2se: fraction of runs with |error| <= 2 se (nominal 0.954, want >= 0.85); "
+        "sd_err/se: actual spread of the errors over the rms reported se (1 = honest)."
+    )
     return 0
 
 

@@ -53,19 +53,30 @@ METHODS = ("smc", "ct", "gibbs_ct")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                   help=f"comma-separated subset of {', '.join(MODELS)}")
-    p.add_argument("--methods", default=",".join(METHODS),
-                   help=f"comma-separated subset of {', '.join(METHODS)}")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    p.add_argument(
+        "--models",
+        default=",".join(DEFAULT_MODELS),
+        help=f"comma-separated subset of {', '.join(MODELS)}",
+    )
+    p.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help=f"comma-separated subset of {', '.join(METHODS)}",
+    )
     p.add_argument("--seed", type=int, default=0, help="random_seed of every call")
-    p.add_argument("--quick", action="store_true",
-                   help="smaller settings (SMC draws=500; CT draws=tune=300, adapt 200/200)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller settings (SMC draws=500; CT draws=tune=300, adapt 200/200)",
+    )
     p.add_argument("--smc-draws", type=int, default=None, help="SMC draws (default 2000)")
     p.add_argument("--smc-chains", type=int, default=4)
-    p.add_argument("--smc-cores", type=int, default=2,
-                   help="SMC cores (2 = same parallelism as the CT runs)")
+    p.add_argument(
+        "--smc-cores", type=int, default=2, help="SMC cores (2 = same parallelism as the CT runs)"
+    )
     p.add_argument("--cores", type=int, default=2, help="cores of sample_evidence")
     p.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up runs")
     p.add_argument("--out", default=None, help="write raw results as JSON to this file")
@@ -129,8 +140,9 @@ def smc_chain_log_z(idata, n_chains: int) -> np.ndarray:
 def run_smc(model, *, draws, chains, cores, seed) -> dict:
     import pymc as pm
 
-    idata = pm.sample_smc(draws=draws, chains=chains, cores=cores, random_seed=seed,
-                          progressbar=False, model=model)
+    idata = pm.sample_smc(
+        draws=draws, chains=chains, cores=cores, random_seed=seed, progressbar=False, model=model
+    )
     chain_z = smc_chain_log_z(idata, chains)
     ok = chain_z[np.isfinite(chain_z)]
     n = ok.size
@@ -153,13 +165,18 @@ def run_smc(model, *, draws, chains, cores, seed) -> dict:
 def run_ct(model, method, *, seed, cores, options) -> dict:
     import pymc_evidence as pme
 
-    idata = pme.sample_evidence(model, method=method, random_seed=seed, cores=cores,
-                                progressbar=False, **options)
+    idata = pme.sample_evidence(
+        model, method=method, random_seed=seed, cores=cores, progressbar=False, **options
+    )
     est = pme.log_evidence(idata)
-    return {"log_z": float(est.log_z), "se": float(est.se),
-            "per_chain_log_z": np.asarray(est.per_chain_log_z, dtype=float),
-            "per_chain_se": np.asarray(est.per_chain_se, dtype=float),
-            "diagnostics": dict(est.diagnostics), "package_warnings": list(est.warnings)}
+    return {
+        "log_z": float(est.log_z),
+        "se": float(est.se),
+        "per_chain_log_z": np.asarray(est.per_chain_log_z, dtype=float),
+        "per_chain_se": np.asarray(est.per_chain_se, dtype=float),
+        "diagnostics": dict(est.diagnostics),
+        "package_warnings": list(est.warnings),
+    }
 
 
 def settings(args) -> dict:
@@ -176,8 +193,13 @@ def call(model, method, args, conf, *, warmup=False) -> dict:
             return run_smc(model, draws=100, chains=1, cores=1, seed=args.seed)
         return run_smc(model, seed=args.seed, **conf["smc"])
     if warmup:
-        opts = {"draws": 50, "tune": 50, "chains": 1, "adapt_rounds": 0,
-                "base_kwargs": {"restarts": 1}}
+        opts = {
+            "draws": 50,
+            "tune": 50,
+            "chains": 1,
+            "adapt_rounds": 0,
+            "base_kwargs": {"restarts": 1},
+        }
         return run_ct(model, method, seed=args.seed, cores=1, options=opts)
     return run_ct(model, method, seed=args.seed, cores=args.cores, options=conf["ct"])
 
@@ -217,19 +239,53 @@ def add_derived(rows: list[dict]) -> None:
 
 
 def render(rows: list[dict]) -> str:
-    header = ["model", "method", "truth", "log_z", "se", "error", "|err|/se",
-              "d_smc", "z_smc", "time_s", "t/t_smc"]
+    header = [
+        "model",
+        "method",
+        "truth",
+        "log_z",
+        "se",
+        "error",
+        "|err|/se",
+        "d_smc",
+        "z_smc",
+        "time_s",
+        "t/t_smc",
+    ]
     body = []
     for r in rows:
         if "error_msg" in r:
-            body.append([r["model"], r["method"], fmt(r["truth"]), "FAILED", "", "", "", "", "",
-                         fmt(r["time_s"], ".1f"), ""])
+            body.append(
+                [
+                    r["model"],
+                    r["method"],
+                    fmt(r["truth"]),
+                    "FAILED",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    fmt(r["time_s"], ".1f"),
+                    "",
+                ]
+            )
             continue
-        body.append([r["model"], r["method"], fmt(r["truth"]), fmt(r["log_z"]),
-                     fmt(r["se"], ".4f"), fmt(r["error"], "+.4f"),
-                     fmt(r["abs_err_over_se"], ".2f"), fmt(r["diff_vs_smc"], "+.4f"),
-                     fmt(r["z_vs_smc"], "+.2f"), fmt(r["time_s"], ".1f"),
-                     fmt(r["time_ratio_vs_smc"], ".2f")])
+        body.append(
+            [
+                r["model"],
+                r["method"],
+                fmt(r["truth"]),
+                fmt(r["log_z"]),
+                fmt(r["se"], ".4f"),
+                fmt(r["error"], "+.4f"),
+                fmt(r["abs_err_over_se"], ".2f"),
+                fmt(r["diff_vs_smc"], "+.4f"),
+                fmt(r["z_vs_smc"], "+.2f"),
+                fmt(r["time_s"], ".1f"),
+                fmt(r["time_ratio_vs_smc"], ".2f"),
+            ]
+        )
     return table(header, body)
 
 
@@ -238,12 +294,23 @@ def main(argv=None) -> int:
     quiet_logs(args.verbose)
     conf = settings(args)
     env = environment()
-    payload = {"environment": env, "settings": {**conf, "seed": args.seed,
-               "ct_cores": args.cores, "warmup": not args.no_warmup, "quick": args.quick},
-               "rows": [], "warmups": []}
+    payload = {
+        "environment": env,
+        "settings": {
+            **conf,
+            "seed": args.seed,
+            "ct_cores": args.cores,
+            "warmup": not args.no_warmup,
+            "quick": args.quick,
+        },
+        "rows": [],
+        "warmups": [],
+    }
     print(f"# compare_smc: models={args.models} methods={args.methods} seed={args.seed}")
-    print(f"# SMC {conf['smc']}; CT options {conf['ct'] or 'package defaults'} "
-          f"(cores={args.cores}); warm-up={'no' if args.no_warmup else 'yes'}")
+    print(
+        f"# SMC {conf['smc']}; CT options {conf['ct'] or 'package defaults'} "
+        f"(cores={args.cores}); warm-up={'no' if args.no_warmup else 'yes'}"
+    )
     print(f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}")
     sys.stdout.flush()
     rows = payload["rows"]
@@ -253,33 +320,57 @@ def main(argv=None) -> int:
             model, truth = build()
         except Exception as exc:
             print(f"!! {name}: building the model failed: {exc}")
-            rows.append({"model": name, "method": "-", "truth": math.nan, "time_s": 0.0,
-                         "error_msg": failure(exc)})
+            rows.append(
+                {
+                    "model": name,
+                    "method": "-",
+                    "truth": math.nan,
+                    "time_s": 0.0,
+                    "error_msg": failure(exc),
+                }
+            )
             continue
         n_par = int(sum(np.size(v) for v in model.initial_point().values()))
-        print(f"\n## {name}: {desc}; {n_par} unconstrained parameters; exact log Z = "
-              f"{fmt(truth, '.4f')}")
+        print(
+            f"\n## {name}: {desc}; {n_par} unconstrained parameters; exact log Z = "
+            f"{fmt(truth, '.4f')}"
+        )
         for method in args.methods:
             if not args.no_warmup:
                 res, el, _ = timed(lambda: call(model, method, args, conf, warmup=True))
-                payload["warmups"].append({"model": name, "method": method, "time_s": el,
-                                           "failed": "traceback" in res})
-                print(f"   warm-up {method}: {el:.1f} s"
-                      + (f"  (failed: {res['error']})" if "traceback" in res else ""))
+                payload["warmups"].append(
+                    {"model": name, "method": method, "time_s": el, "failed": "traceback" in res}
+                )
+                print(
+                    f"   warm-up {method}: {el:.1f} s"
+                    + (f"  (failed: {res['error']})" if "traceback" in res else "")
+                )
             load = list(os.getloadavg())
             res, elapsed, msgs = timed(lambda: call(model, method, args, conf))
-            row = {"model": name, "method": method, "truth": truth, "n_params": n_par,
-                   "time_s": elapsed, "loadavg_before": load, "python_warnings": msgs}
+            row = {
+                "model": name,
+                "method": method,
+                "truth": truth,
+                "n_params": n_par,
+                "time_s": elapsed,
+                "loadavg_before": load,
+                "python_warnings": msgs,
+            }
             if "traceback" in res:
                 row["error_msg"] = res
                 print(f"   {method}: FAILED after {elapsed:.1f} s\n{res['traceback']}")
             else:
                 row.update(res)
                 err = res["log_z"] - truth if math.isfinite(truth) else math.nan
-                print(f"   {method}: log Z = {res['log_z']:.4f} ± {res['se']:.4f}  "
-                      f"error {fmt(err, '+.4f')}  {elapsed:.1f} s"
-                      + (f"  warnings: {res.get('package_warnings')}"
-                         if res.get("package_warnings") else ""))
+                print(
+                    f"   {method}: log Z = {res['log_z']:.4f} ± {res['se']:.4f}  "
+                    f"error {fmt(err, '+.4f')}  {elapsed:.1f} s"
+                    + (
+                        f"  warnings: {res.get('package_warnings')}"
+                        if res.get("package_warnings")
+                        else ""
+                    )
+                )
             sys.stdout.flush()
             rows.append(row)
             add_derived(rows)
@@ -289,8 +380,10 @@ def main(argv=None) -> int:
     payload["environment"]["loadavg_at_end"] = list(os.getloadavg())
     write_json(args.out, payload)
     print("\n" + render(rows))
-    print("\nse of SMC = std over chains / sqrt(chains) (pseudo-se). d_smc, z_smc: difference "
-          "from the SMC estimate and that difference / sqrt(se^2 + se_smc^2).")
+    print(
+        "\nse of SMC = std over chains / sqrt(chains) (pseudo-se). d_smc, z_smc: difference "
+        "from the SMC estimate and that difference / sqrt(se^2 + se_smc^2)."
+    )
     print("Timings are wall-clock on a possibly shared machine; treat them as rough.")
     failed = [f"{r['model']}/{r['method']}" for r in rows if "error_msg" in r]
     if failed:
