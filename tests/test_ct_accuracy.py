@@ -77,11 +77,16 @@ def test_regression_d50_gibbs():
     _check(tm.conjugate_regression(d=50), "gibbs_ct")
 
 
-def test_centered_funnel_joint():
-    """Centred hierarchical normal (a funnel), exact log Z by 1-D quadrature over tau."""
-    _check(tm.hierarchical_normal(), "ct")
+FUNNEL_OPTIONS = {"draws": 4000, "target_accept": 0.99}
 
 
 @pytest.mark.slow
-def test_centered_funnel_gibbs():
-    _check(tm.hierarchical_normal(), "gibbs_ct")
+@pytest.mark.parametrize("method", ["ct", "gibbs_ct"])
+def test_centered_funnel(method):
+    """Centred hierarchical normal (a funnel), exact log Z by 1-D quadrature over tau.
+
+    At default settings the estimate is within its tolerance on some seeds but not all
+    (error up to 0.2 with se 0.06-0.12 and NUTS divergences, which are warned about), so
+    this check uses more draws and a careful NUTS; see the closing note of issue 2.
+    """
+    _check(tm.hierarchical_normal(), method, **FUNNEL_OPTIONS)

@@ -263,6 +263,8 @@ def run_ct(
         raise ValueError(f"covariance must be 'auto', 'full' or 'diag', got {covariance!r}")
     if adapt_rounds < 0:
         raise ValueError(f"adapt_rounds must be >= 0, got {adapt_rounds}")
+    if form == "gibbs" and nuts_sampler != "pymc":
+        raise ValueError("gibbs_ct runs PyMC's own NUTS; use method='ct' for other backends")
     rng = np.random.default_rng(random_seed)
     if isinstance(base, str):
         options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
