@@ -13,13 +13,13 @@ Examples
 
 __version__ = "0.1.0"
 
-from .api import METHODS, ct_evidence, log_evidence, sample_evidence
+from .api import METHODS, ct_evidence, log_evidence, sample_evidence, st_evidence
 from .base import BaseFitError, GaussianBase, PriorBase, fit_base
 from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import EvidenceWarning
 from .hygiene import ModelHygieneError, check_model
-from .steps import GibbsContinuousTempering
+from .steps import GibbsContinuousTempering, SimulatedTempering
 from .transforms import continuous_tempering
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "GibbsContinuousTempering",
     "ModelHygieneError",
     "PriorBase",
+    "SimulatedTempering",
     "__version__",
     "bayes_factor",
     "check_model",
@@ -40,4 +41,5 @@ __all__ = [
     "fit_base",
     "log_evidence",
     "sample_evidence",
+    "st_evidence",
 ]

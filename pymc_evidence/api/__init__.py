@@ -13,13 +13,15 @@ from ..results import log_evidence as _read_log_evidence
 from ..transforms.tempering import ct_spec
 from .assemble import ct_results, raw_ct_arrays
 from .ct import _unconstrained_draws, run_ct
+from .st import is_st_trace, run_st, st_results
 
-__all__ = ["METHODS", "ct_evidence", "log_evidence", "sample_evidence"]
+__all__ = ["METHODS", "ct_evidence", "log_evidence", "sample_evidence", "st_evidence"]
 
 #: method name -> (description, keyword arguments it adds to ``run_ct``)
 METHODS = {
     "ct": "continuous tempering, joint form: NUTS on the model extended by a temperature",
     "gibbs_ct": "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
+    "st": "simulated tempering on a ladder of temperatures, Rao-Blackwellized (RTS) evidence",
 }
 
 
@@ -62,10 +64,12 @@ def sample_evidence(
     model : pm.Model, optional
         Taken from the context when omitted. Needs proper priors and continuous free
         variables (see :func:`pymc_evidence.check_model`).
-    method : {"ct", "gibbs_ct"}
+    method : {"ct", "gibbs_ct", "st"}
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
         extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
-        temperature followed by an exact draw of the temperature.
+        temperature followed by an exact draw of the temperature. ``"st"``: simulated
+        tempering on a discrete ladder with Rao-Blackwellized evidence (Carlson et al. 2016),
+        through :class:`pymc_evidence.SimulatedTempering`.
     draws, tune, chains, cores, random_seed, progressbar
         As in :func:`pymc.sample`, for the final run.
     **method_options
@@ -85,6 +89,10 @@ def sample_evidence(
         - ``nuts_sampler``: ``"pymc"`` (default), ``"nutpie"`` or ``"numpyro"`` (joint form).
         - ``target_accept`` (0.95: tempered targets mix a broad base with the posterior,
           and divergences bias the estimate).
+
+        For ``"st"``: ``base``, ``base_kwargs`` and ``potentials`` as above, and the
+        arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
+        ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ``target_accept``, ...).
 
     Returns
     -------
@@ -116,6 +124,24 @@ def sample_evidence(
             raise ValueError(f"{name} must be at least 1, got {value}")
     if int(tune) < 0:
         raise ValueError(f"tune must be >= 0, got {tune}")
+    if method == "st":
+        raw, step = run_st(
+            model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            **method_options,
+        )
+        settings = {
+            "draws": int(draws),
+            "tune": int(tune),
+            "chains": int(chains),
+            "base_kind": step.base.kind,
+        }
+        return st_results(raw, betas=step.betas, random_seed=random_seed, settings=settings)[0]
     form = "joint" if method == "ct" else "gibbs"
     raw, base, rounds = run_ct(
         model,
@@ -183,6 +209,42 @@ def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
     return idata
 
 
+def st_evidence(raw, step=None, *, random_seed=None):
+    """Evidence, level diagnostics and posterior draws from a simulated-tempering trace.
+
+    Parameters
+    ----------
+    raw : InferenceData or DataTree
+        From ``pm.sample(step=pme.SimulatedTempering(...))``.
+    step : SimulatedTempering, optional
+        The step method used; gives the exact ladder (otherwise it is read back from the
+        recorded levels and temperatures).
+    random_seed : int, optional
+        Seed of the importance resampling into ``posterior``.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        ``posterior`` (resampled by the target level's Rao-Blackwellized weight),
+        ``extended_posterior``, ``sample_stats`` and the ``log_evidence`` group with a
+        ``level`` dimension (``beta``, ``c_hat``, ``r``, ``occupancy``) and per-chain round
+        trips.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_evidence as pme
+    >>> with pm.Model():
+    ...     mu = pm.Normal("mu", 0, 1)
+    ...     pm.Normal("y", mu, 1, observed=[0.3])
+    ...     step = pme.SimulatedTempering(n_levels=8, random_seed=0)
+    ...     raw = pm.sample(300, tune=300, step=step, chains=2, random_seed=0,
+    ...                     progressbar=False, compute_convergence_checks=False)
+    >>> idata = pme.st_evidence(raw, step)
+    """
+    betas = None if step is None else step.betas
+    return st_results(raw, betas=betas, random_seed=random_seed)[0]
+
+
 def log_evidence(idata):
     """The evidence estimate stored in (or recorded by) a sampling result.
 
@@ -202,6 +264,8 @@ def log_evidence(idata):
     -1.0
     """
     if not hasattr(idata, "log_z") and GROUP not in _groups(idata):
+        if is_st_trace(idata):
+            return st_results(idata)[1]
         try:
             raw_ct_arrays(idata)
         except (ValueError, KeyError):

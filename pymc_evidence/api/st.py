@@ -1,0 +1,161 @@
+"""Simulated tempering end to end: the step method's trace in, results out.
+
+Every chain of a :class:`~pymc_evidence.SimulatedTempering` run adapts its own weights
+``log Zhat`` during tuning, so the RTS estimate (eq. 12) is computed per chain, with that
+chain's frozen weights, and the chains are pooled with equal weights
+(:func:`~pymc_evidence.estimators.pooling.pool_chain_estimates`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+
+from ..base import fit_base, model_space
+from ..compat import get_group, group_names, new_idata
+from ..estimators.diagnostics import EvidenceWarning, evidence_messages
+from ..estimators.pooling import pool_chain_estimates
+from ..estimators.rts import rb_thermodynamic_integration, round_trips, rts_log_evidence
+from ..results import estimate_to_dataset
+from ..steps.simulated_tempering import SimulatedTempering, q_stat_names
+from .assemble import _COPIED_GROUPS, _sampler_diagnostics, resample_posterior
+from .ct import DEFAULT_RESTARTS, _initvals
+
+__all__ = ["is_st_trace", "run_st", "st_results"]
+
+
+def is_st_trace(raw) -> bool:
+    """True for a trace recorded by :class:`~pymc_evidence.SimulatedTempering`."""
+    return "sample_stats" in group_names(raw) and "st_q_0" in get_group(raw, "sample_stats")
+
+
+def _ladder_from_trace(stats, n_levels: int) -> np.ndarray:
+    """The ladder, read back from (level, beta) pairs; unvisited levels interpolated."""
+    levels, betas = stats["st_level"].values.ravel(), stats["st_beta"].values.ravel()
+    known = np.full(n_levels, np.nan)
+    known[levels] = betas
+    known[0], known[-1] = 0.0, 1.0
+    seen = np.flatnonzero(np.isfinite(known))
+    return np.interp(np.arange(n_levels), seen, known[seen])
+
+
+def st_arrays(raw, betas=None):
+    """``(log_cond (chain, draw, K), delta, levels, log_norm per chain, betas)``."""
+    stats = get_group(raw, "sample_stats")
+    n = sum(1 for name in stats.data_vars if str(name).startswith("st_q_"))
+    with np.errstate(divide="ignore"):
+        log_cond = np.log(np.stack([stats[k].values for k in q_stat_names(n)], axis=-1))
+    log_norm = stats["st_log_norm"].values
+    if np.any(np.ptp(log_norm, axis=1) > 0):
+        raise ValueError("the weights changed during the draws; was tuning long enough?")
+    betas = _ladder_from_trace(stats, n) if betas is None else np.asarray(betas, float)
+    return log_cond, stats["st_delta"].values, stats["st_level"].values, log_norm[:, 0], betas
+
+
+def _per_chain(log_cond, delta, log_norm, betas):
+    estimates, ti = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceWarning)
+        for c in range(log_cond.shape[0]):
+            log_zhat = np.zeros(betas.size)
+            log_zhat[-1] = log_norm[c]  # with uniform r this reproduces the chain's shift
+            estimates.append(rts_log_evidence(log_cond[c : c + 1], betas, log_zhat))
+            ti.append(rb_thermodynamic_integration(delta[c : c + 1], log_cond[c : c + 1], betas))
+    return estimates, ti
+
+
+def st_results(raw, *, betas=None, random_seed=None, settings: dict | None = None):
+    """Estimate ``log Z`` from a simulated-tempering trace and assemble the results.
+
+    Returns ``(idata, estimate)``. ``posterior`` holds the draws importance-resampled by
+    ``q(K-1 | x)`` (the Rao-Blackwellized weight of the target level), so every draw counts,
+    not only those that happened to sit at ``beta = 1``.
+    """
+    log_cond, delta, levels, log_norm, betas = st_arrays(raw, betas)
+    per_chain, ti = _per_chain(log_cond, delta, log_norm, betas)
+    n_levels = betas.size
+    trips = round_trips(levels, n_levels)
+    diag = {
+        "ti_log_z": float(np.mean([t.log_z for t in ti])),
+        "ti_se": float(np.sqrt(np.sum([t.se**2 for t in ti])) / len(ti)),
+        "min_round_trips": float(np.min(trips)),
+        "c_max_abs_dev": float(max(e.diagnostics["c_max_abs_dev"] for e in per_chain)),
+        **_sampler_diagnostics(raw),
+    }
+    est = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
+    extra = evidence_messages(est.diagnostics, est.se)
+    if np.min(trips) == 0:
+        extra.append("some chain made no round trip between beta = 0 and beta = 1")
+    messages = list(est.warnings) + [m for m in extra if m not in est.warnings]
+    for message in messages:
+        warnings.warn(message, EvidenceWarning, stacklevel=3)
+    est = type(est)(**{**est.__dict__, "warnings": tuple(messages)})
+    c_hat = np.exp(log_cond).mean(axis=(0, 1))
+    occupancy = np.bincount(levels.ravel(), minlength=n_levels) / levels.size
+    extra_dims = {
+        "beta": ("level", betas),
+        "c_hat": ("level", c_hat),
+        "r": ("level", np.full(n_levels, 1.0 / n_levels)),
+        "occupancy": ("level", occupancy),
+        "round_trips": ("chain", trips.astype(float)),
+        "log_zhat_top": ("chain", log_norm),
+    }
+    attrs = {"n_levels": int(n_levels), **(settings or {})}
+    stats = get_group(raw, "sample_stats")
+    q_names = q_stat_names(n_levels)
+    raw_post = get_group(raw, "posterior")
+    extended = raw_post.assign(
+        st_level=(("chain", "draw"), levels),
+        st_delta=(("chain", "draw"), delta),
+        st_log_q=(("chain", "draw", "level"), log_cond),
+    )
+    rng = np.random.default_rng(random_seed)
+    groups = {
+        "posterior": resample_posterior(raw_post, log_cond[..., -1], rng),
+        "extended_posterior": extended,
+        "sample_stats": stats.drop_vars(q_names),
+        "log_evidence": estimate_to_dataset(est, extra_dims=extra_dims, attrs=attrs),
+    }
+    for name in _COPIED_GROUPS:
+        if name in group_names(raw):
+            groups[name] = get_group(raw, name)
+    return new_idata(groups), est
+
+
+def run_st(
+    model,
+    *,
+    draws,
+    tune,
+    chains,
+    cores,
+    random_seed,
+    progressbar,
+    base="advi",
+    base_kwargs: dict | None = None,
+    potentials: str | None = None,
+    **step_options,
+):
+    """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`; returns (raw, step)."""
+    rng = np.random.default_rng(random_seed)
+    if isinstance(base, str):
+        options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
+        base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
+    step = SimulatedTempering(base=base, potentials=potentials, model=model, **step_options)
+    seed = int(rng.integers(2**31))
+    initvals = _initvals(model_space(model), base, chains, np.random.default_rng(seed), False)
+    raw = pm.sample(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        step=step,
+        initvals=initvals,
+        random_seed=seed,
+        progressbar=progressbar,
+        compute_convergence_checks=False,
+        model=model,
+    )
+    return raw, step
