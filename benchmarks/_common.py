@@ -72,10 +72,21 @@ MODELS: dict[str, tuple[str, Callable[[], tuple[Any, float]]]] = {
     "mixture": ("mixture_likelihood()", _analytic("mixture_likelihood")),
     "normalized_density": ("normalized_density()", _analytic("normalized_density")),
     "radon_vi": (
-        "radon_models()['varying_intercept'] (no exact log Z)",
+        "radon_models()['varying_intercept'] (reference log Z by 2-D quadrature)",
         _radon("varying_intercept"),
     ),
-    "radon_pooled": ("radon_models()['pooled'] (no exact log Z)", _radon("pooled")),
+    "radon_pooled": (
+        "radon_models()['pooled'] (reference log Z by 1-D quadrature)",
+        _radon("pooled"),
+    ),
+    "radon_unpooled": (
+        "radon_models()['unpooled'] (reference log Z by 1-D quadrature)",
+        _radon("unpooled"),
+    ),
+    "radon_vis": (
+        "radon_models()['varying_intercept_slope'] (no reference log Z)",
+        _radon("varying_intercept_slope"),
+    ),
 }
 
 

@@ -17,7 +17,6 @@ ABS_TOL = 0.1
 FAST_CASES = {
     "regression_d5": lambda: tm.conjugate_regression(d=5),
     "beta_bernoulli": tm.beta_bernoulli,
-    "bimodal_mixture": tm.mixture_likelihood,
     "normalized_density": tm.normalized_density,
 }
 
@@ -41,10 +40,22 @@ def test_exact_log_z_at_defaults(name, method):
     _check(FAST_CASES[name](), method)
 
 
+@pytest.mark.parametrize("method", ["ct", "gibbs_ct"])
+def test_bimodal_with_prior_base(method):
+    """Far-apart modes: the prior base (power-posterior path) sees both at beta = 0.
+
+    The prior is a poorer base than ADVI's, so the se at 1000 draws is about 0.11; three
+    times the draws bring it under the 0.1 target.
+    """
+    _check(tm.mixture_likelihood(), method, base="prior", draws=3000)
+
+
 def test_bimodal_posterior_mass_split():
     """Both modes are found, with the exact posterior weights (0.674 / 0.326)."""
     case = tm.mixture_likelihood()
-    idata = pme.sample_evidence(case.model, method="ct", random_seed=SEED, progressbar=False)
+    idata = pme.sample_evidence(
+        case.model, method="ct", base="prior", random_seed=SEED, progressbar=False
+    )
     from scipy import stats
 
     from pymc_evidence.compat import get_group

@@ -77,7 +77,7 @@ def sample_evidence(
 
         - ``base``: ``"advi"`` (default), ``"fullrank_advi"``, ``"prior"`` or a fitted
           base from :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base``
-          (default ``{"restarts": 4}``: four ADVI fits from different starts, merged into
+          (default ``{"restarts": 8}``: eight ADVI fits from different starts, merged into
           one Gaussian covering every mode they found).
         - ``adapt_rounds`` (3), ``adapt_draws`` (500), ``adapt_tune`` (500): the bootstrap
           rounds that refit the base to the weighted posterior moments and set ``log zeta``

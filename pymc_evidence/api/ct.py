@@ -33,7 +33,7 @@ __all__ = ["run_ct", "refit_base"]
 _log = logging.getLogger("pymc_evidence")
 _FULL_COV_MAX_DIM = 200
 #: ADVI fits from different starts; distinct ones are merged so the base covers every mode.
-DEFAULT_RESTARTS = 4
+DEFAULT_RESTARTS = 8
 
 
 def _unconstrained_draws(space, raw) -> np.ndarray:
