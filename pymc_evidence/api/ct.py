@@ -174,7 +174,6 @@ class _GibbsSampler:
             model=model,
             potentials=potentials,
             target_accept=target_accept,
-            potential=_potential(base, model),
         )
 
     def set_base(self, base):

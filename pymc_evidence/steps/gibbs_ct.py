@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-import pytensor
-from pymc.model.core import ValueGradFunction
 from pymc.step_methods.compound import Competence
-from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
 from ..base.gaussian import GaussianBase, PriorBase
-from ..base.space import model_space
 from ..estimators.ct import sample_beta
-from ..hygiene import check_model
-from ..transforms.tempering import _assign, _check_layout, _shared_for, tempered_terms
+from .tempered import initial_potential, tempered_density
 
 __all__ = ["GibbsContinuousTempering"]
 
@@ -83,47 +78,43 @@ class GibbsContinuousTempering(pm.NUTS):
         model=None,
         **kwargs,
     ):
-        model = pm.modelcontext(model)
-        check_model(model, potentials=potentials)
-        space = model_space(model)
-        if vars is not None and {v.name for v in vars} != set(space.names):
-            raise ValueError("GibbsContinuousTempering must update all free variables at once")
-        _check_layout(base, space)
         if log_zeta is not None:
             base = base.with_values(log_zeta=float(log_zeta))
-        self._shared = _shared_for(base, space.ndim)
-        _assign(self._shared, base)
-        self._beta = pytensor.shared(np.float64(beta_init), name="ct_beta")
-        log_f, log_q = tempered_terms(model, base, self._shared)
-        cost = self._beta * log_f + (1.0 - self._beta) * log_q
-        vg = ValueGradFunction([cost], model.value_vars, {}, model=model, ravel_inputs=True)
-        vg.trust_input = True
-        self._delta_fn = space.compile_raveled(self._shared["log_zeta"] + log_q - log_f)
+        self._density = tempered_density(
+            model,
+            base,
+            vars=vars,
+            potentials=potentials,
+            beta=beta_init,
+            owner="GibbsContinuousTempering",
+        )
         self.base = base
-        self.space_layout = (space.names, space.sizes)
-        if "potential" not in kwargs and "scaling" not in kwargs and isinstance(base, GaussianBase):
-            n = space.ndim
-            kwargs["potential"] = QuadPotentialDiagAdapt(n, base.mean.copy(), base.std**2, 10)
-        super().__init__(vars=model.value_vars, model=model, logp_dlogp_func=vg, **kwargs)
+        kwargs = initial_potential(base, kwargs)
+        super().__init__(
+            vars=self._density.space.model.value_vars,
+            model=self._density.space.model,
+            logp_dlogp_func=self._density.logp_dlogp,
+            **kwargs,
+        )
 
     def set_base(self, base: GaussianBase | PriorBase) -> None:
         """Swap in a new base and ``log zeta`` (e.g. between adaptation rounds)."""
         if type(base) is not type(self.base):
             raise TypeError(f"cannot swap a {type(self.base).__name__} for {type(base).__name__}")
-        _assign(self._shared, base)
+        self._density.set_base(base)
         self.base = base
 
     def astep(self, q0):
         """One NUTS transition at the current ``beta``, then an exact draw of ``beta | x``."""
         q, stats = super().astep(q0)
-        x = np.asarray(q.data, dtype=float)
-        delta = float(self._delta_fn(x))
+        log_zeta = float(self.base.log_zeta)
+        delta = log_zeta - float(self._density.log_ratio(np.asarray(q.data, dtype=float)))
         beta = float(sample_beta(np.array([delta]), self.rng)[0])
-        self._beta.set_value(np.float64(beta))
+        self._density.beta.set_value(np.float64(beta))
         stats[0].update(
             ct_beta=beta,
             ct_delta=delta,
-            ct_log_zeta=float(self._shared["log_zeta"].get_value()),
+            ct_log_zeta=log_zeta,
         )
         return q, stats
 

@@ -18,14 +18,10 @@ import copy
 
 import numpy as np
 import pymc as pm
-import pytensor
-from pymc.model.core import ValueGradFunction
 from pymc.step_methods.compound import Competence
-from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
 from ..base.fit import fit_base
 from ..base.gaussian import GaussianBase
-from ..base.space import model_space
 from ..estimators.rts import (
     adaptation_converged,
     default_ladder,
@@ -33,8 +29,7 @@ from ..estimators.rts import (
     rts_update,
     validate_ladder,
 )
-from ..hygiene import check_model
-from ..transforms.tempering import _assign, _check_layout, _shared_for, tempered_terms
+from .tempered import initial_potential, tempered_density
 
 __all__ = ["SimulatedTempering", "q_stat_names"]
 
@@ -115,13 +110,11 @@ class SimulatedTempering(pm.NUTS):
         **kwargs,
     ):
         model = pm.modelcontext(model)
-        check_model(model, potentials=potentials)
-        space = model_space(model)
-        if vars is not None and {v.name for v in vars} != set(space.names):
-            raise ValueError("SimulatedTempering must update all free variables at once")
         if isinstance(base, str):
             base = fit_base(base, model=model, random_seed=random_seed, potentials=potentials)
-        _check_layout(base, space)
+        self._density = tempered_density(
+            model, base, vars=vars, potentials=potentials, owner="SimulatedTempering"
+        )
         self.base = base
         power = 1.0 if isinstance(base, GaussianBase) else 4.0
         self.betas = validate_ladder(default_ladder(n_levels, power) if betas is None else betas)
@@ -136,14 +129,6 @@ class SimulatedTempering(pm.NUTS):
         self.adapt_block, self.adapt_damping = int(adapt_block), float(adapt_damping)
         if self.adapt_block < 1 or not 0 < self.adapt_damping <= 1:
             raise ValueError("adapt_block must be >= 1 and adapt_damping in (0, 1]")
-        shared = _shared_for(base, space.ndim)
-        _assign(shared, base)
-        self._beta = pytensor.shared(np.float64(0.0), name="st_beta")
-        log_f, log_q = tempered_terms(model, base, shared)
-        cost = self._beta * log_f + (1.0 - self._beta) * log_q
-        vg = ValueGradFunction([cost], model.value_vars, {}, model=model, ravel_inputs=True)
-        vg.trust_input = True
-        self._delta_fn = space.compile_raveled(log_f - log_q)
         self.stats_dtypes_shapes = {
             **self.stats_dtypes_shapes,
             "st_level": (np.int64, []),
@@ -153,11 +138,12 @@ class SimulatedTempering(pm.NUTS):
             **{name: (np.float64, []) for name in q_stat_names(n)},
         }
         self.stats_dtypes = [{k: dtype for k, (dtype, _) in self.stats_dtypes_shapes.items()}]
-        if "potential" not in kwargs and "scaling" not in kwargs and isinstance(base, GaussianBase):
-            kwargs["potential"] = QuadPotentialDiagAdapt(
-                space.ndim, base.mean.copy(), base.std**2, 10
-            )
-        super().__init__(vars=model.value_vars, model=model, logp_dlogp_func=vg, **kwargs)
+        super().__init__(
+            vars=self._density.space.model.value_vars,
+            model=model,
+            logp_dlogp_func=self._density.logp_dlogp,
+            **initial_potential(base, kwargs),
+        )
         n_bands = max(1, min(int(step_size_bands), n))
         self._band_of = np.minimum((np.arange(n) * n_bands) // n, n_bands - 1)
         self._band_adapts = [copy.deepcopy(self.step_adapt) for _ in range(n_bands)]
@@ -204,9 +190,9 @@ class SimulatedTempering(pm.NUTS):
     def astep(self, q0):
         """NUTS at ``beta_k`` (with that band's step size), then an exact draw of ``k``."""
         self.step_adapt = self._band_adapts[self._band_of[self.level]]
-        self._beta.set_value(np.float64(self.betas[self.level]))
+        self._density.beta.set_value(np.float64(self.betas[self.level]))
         q, stats = super().astep(q0)
-        delta = float(self._delta_fn(np.asarray(q.data, dtype=float)))
+        delta = float(self._density.log_ratio(np.asarray(q.data, dtype=float)))
         log_cond = level_log_conditionals(delta, self.betas, self.log_zhat, self.log_r)
         cond = np.exp(log_cond)
         record = {

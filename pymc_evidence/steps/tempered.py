@@ -1,0 +1,77 @@
+"""What every tempering step method shares: NUTS on ``beta log f + (1 - beta) log q``.
+
+One compiled log density (and gradient) serves every temperature: ``beta`` is a shared
+variable the step sets before each NUTS transition. ``log f - log q`` is compiled once too,
+for the temperature draw that follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor
+from pymc.model.core import ValueGradFunction
+from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
+
+from ..base.gaussian import GaussianBase, PriorBase
+from ..base.space import ModelSpace, model_space
+from ..hygiene import check_model
+from ..transforms.tempering import _assign, _check_layout, _shared_for, tempered_terms
+
+__all__ = ["TemperedDensity", "tempered_density"]
+
+
+@dataclass(eq=False)
+class TemperedDensity:
+    """Compiled pieces of a tempered model.
+
+    Attributes
+    ----------
+    space : ModelSpace
+    beta : shared variable
+        The inverse temperature the NUTS density is evaluated at.
+    shared : dict
+        Shared base parameters and ``log zeta`` (updated by :meth:`set_base`).
+    logp_dlogp : ValueGradFunction
+        ``beta log f + (1 - beta) log q`` and its gradient, for :class:`pymc.NUTS`.
+    log_ratio : callable
+        ``log f(x) - log q(x)`` at one raveled vector.
+    """
+
+    space: ModelSpace
+    beta: object
+    shared: dict
+    logp_dlogp: object
+    log_ratio: object
+
+    def set_base(self, base) -> None:
+        """Assign new base parameters (and ``log zeta``) without recompiling."""
+        _assign(self.shared, base)
+
+
+def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner="step"):
+    """Check the model and base, and compile the tempered density of ``model``."""
+    model = pm.modelcontext(model)
+    check_model(model, potentials=potentials)
+    space = model_space(model)
+    if vars is not None and {v.name for v in vars} != set(space.names):
+        raise ValueError(f"{owner} must update all free variables at once")
+    _check_layout(base, space)
+    shared = _shared_for(base, space.ndim)
+    _assign(shared, base)
+    beta_var = pytensor.shared(np.float64(beta), name=f"{owner}_beta")
+    log_f, log_q = tempered_terms(model, base, shared)
+    cost = beta_var * log_f + (1.0 - beta_var) * log_q
+    vg = ValueGradFunction([cost], model.value_vars, {}, model=model, ravel_inputs=True)
+    vg.trust_input = True
+    return TemperedDensity(space, beta_var, shared, vg, space.compile_raveled(log_f - log_q))
+
+
+def initial_potential(base: GaussianBase | PriorBase, kwargs: dict):
+    """Add a diagonal mass-matrix start from the base's variances to NUTS ``kwargs``."""
+    if "potential" in kwargs or "scaling" in kwargs or not isinstance(base, GaussianBase):
+        return kwargs
+    n = base.ndim
+    return {**kwargs, "potential": QuadPotentialDiagAdapt(n, base.mean.copy(), base.std**2, 10)}
