@@ -18,6 +18,12 @@ from .mcse import (
     mcse_mean,
     ratio_influence,
 )
+from .noneq import (
+    ais_log_evidence,
+    bar_log_evidence,
+    histogram_log_evidence,
+    reverse_ais_log_evidence,
+)
 from .record import EvidenceEstimate
 from .rts import (
     adaptation_converged,
@@ -36,6 +42,8 @@ __all__ = [
     "EvidenceEstimate",
     "EvidenceWarning",
     "adaptation_converged",
+    "ais_log_evidence",
+    "bar_log_evidence",
     "base_moment_check",
     "beta_cdf",
     "chain_agreement_pvalue",
@@ -45,6 +53,7 @@ __all__ = [
     "ess_mean",
     "evidence_messages",
     "expected_beta",
+    "histogram_log_evidence",
     "kish_ess",
     "level_log_conditionals",
     "log_ratio_of_means",
@@ -54,6 +63,7 @@ __all__ = [
     "naive_count_log_evidence",
     "ratio_influence",
     "rb_thermodynamic_integration",
+    "reverse_ais_log_evidence",
     "round_trips",
     "rts_level_estimates",
     "rts_log_evidence",

@@ -1,0 +1,333 @@
+"""Nonequilibrium (work-based) evidence estimators: AIS, reverse AIS and BAR (Habeck 2017).
+
+Inputs are the works of independent annealing runs, one value per run. Sign conventions:
+
+* a **forward** work ``W_f = -log w`` is minus the log importance weight of an AIS run from
+  the normalised base (``Z_0 = 1``) to the target, so ``E[exp(-W_f)] = Z``;
+* a **reverse** work ``W_r`` comes from a run started at the target (posterior draws) and
+  annealed back to the base, with ``E[exp(-W_r)] = 1 / Z``. This is the *physical* reverse
+  work, i.e. minus Habeck's ``W[x_reverse]`` (the "sign trap" of the digest).
+
+With ``dF = -log Z`` the Crooks theorem reads ``p_f(W) / p_r(-W) = exp(W - dF)``, and Jensen
+gives the stochastic bounds ``-mean(W_f) <= log Z <= mean(W_r)`` (in expectation); their gap
+``mean(W_f) + mean(W_r)`` is the symmetrised KL ("hysteresis") between the path measures.
+Pure numpy/scipy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import optimize, special
+
+from .diagnostics import EvidenceWarning, kish_ess
+from .record import EvidenceEstimate
+
+__all__ = [
+    "ais_log_evidence",
+    "reverse_ais_log_evidence",
+    "bar_log_evidence",
+    "histogram_log_evidence",
+]
+
+#: Warn when the Kish ESS of the AIS / RAIS weights is below this fraction of the runs ...
+ESS_MIN_FRACTION = 0.1
+#: ... or below this absolute number.
+ESS_MIN = 5.0
+#: Warn when the BAR overlap (see :func:`bar_log_evidence`) is below this.
+OVERLAP_MIN = 0.03
+
+
+def _works(work, name: str) -> np.ndarray:
+    w = np.asarray(work, dtype=float)
+    if w.ndim != 1 or w.size < 2 or not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be a finite 1-D array of >= 2 works, got shape {w.shape}")
+    return w
+
+
+def _emit(messages: list[str]) -> tuple[str, ...]:
+    for message in messages:
+        warnings.warn(message, EvidenceWarning, stacklevel=3)
+    return tuple(messages)
+
+
+def _log_mean_exp_se(log_w: np.ndarray) -> tuple[float, float]:
+    """``log mean exp(log_w)`` and its delta-method se ``sd(w / mean w) / sqrt(n)``."""
+    value = float(special.logsumexp(log_w) - np.log(log_w.size))
+    se = float(np.std(np.exp(log_w - value), ddof=1) / np.sqrt(log_w.size))
+    return value, se
+
+
+def _ess_messages(log_w: np.ndarray, label: str) -> tuple[float, list[str]]:
+    ess, n = kish_ess(log_w), log_w.size
+    if ess < ESS_MIN_FRACTION * n or ess < ESS_MIN:
+        return ess, [
+            f"Kish ESS of the {label} weights is {ess:.1f} of {n} runs (below 5 or 10%): the "
+            "exponential average rests on a few runs, so the estimate is probably biased and its"
+            " se unreliable; use more runs, anneal more slowly or use BAR with reverse runs"
+        ]
+    return ess, []
+
+
+def ais_log_evidence(work_f) -> EvidenceEstimate:
+    """Forward AIS / Jarzynski estimate ``log Zhat = log mean exp(-W_f)``.
+
+    ``Zhat`` is unbiased for ``Z``; ``log Zhat`` is biased low (Jensen). The se is the delta
+    method for the log of that unbiased mean, ``sd(w / mean w) / sqrt(n)`` with
+    ``w = exp(-W_f)``: it ignores the low bias and is itself unreliable when few runs dominate.
+
+    Diagnostics: ``n_runs``; ``ess`` (Kish ESS of ``w``); ``lower_bound = -mean(W_f)``
+    (``<= log Z`` in expectation, as is ``E[log Zhat]``); ``mean_work``; ``sd_work``.
+    Warns (:class:`~.diagnostics.EvidenceWarning`, also in ``warnings``) when the ESS is below
+    10% of the runs or below 5.
+
+    Parameters
+    ----------
+    work_f : array_like, shape (run,)
+        Forward works, finite.
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method = "ais"``; ``per_chain_log_z`` holds each run's own estimate ``-W_f``.
+
+    Examples
+    --------
+    >>> est = ais_log_evidence(np.ones(10))
+    >>> est.log_z, est.se, est.diagnostics["lower_bound"]
+    (-1.0, 0.0, -1.0)
+    """
+    w = _works(work_f, "work_f")
+    value, se = _log_mean_exp_se(-w)
+    ess, messages = _ess_messages(-w, "forward AIS")
+    diag = {
+        "n_runs": float(w.size),
+        "ess": ess,
+        "lower_bound": float(-w.mean()),
+        "mean_work": float(w.mean()),
+        "sd_work": float(w.std(ddof=1)),
+    }
+    return EvidenceEstimate(value, se, "ais", -w, np.empty(0), diag, _emit(messages))
+
+
+def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
+    """Reverse AIS (RAISE) estimate ``log Zhat = -log mean exp(-W_r)``.
+
+    ``mean exp(-W_r)`` is unbiased for ``1 / Z``, so ``log Zhat`` is biased high. The se is
+    the delta method, ``sd(v / mean v) / sqrt(n)`` with ``v = exp(-W_r)``.
+
+    Diagnostics: ``n_runs``; ``ess`` (Kish ESS of ``v``); ``upper_bound = mean(W_r)``
+    (``>= log Z`` in expectation); ``mean_work``; ``sd_work``. Warns as
+    :func:`ais_log_evidence`. The reverse runs must start from exact posterior draws.
+
+    Parameters
+    ----------
+    work_r : array_like, shape (run,)
+        Reverse works (physical sign, ``E[exp(-W_r)] = 1/Z``), finite.
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method = "rais"``; ``per_chain_log_z`` holds each run's own estimate ``W_r``.
+
+    Examples
+    --------
+    >>> est = reverse_ais_log_evidence(np.full(10, 2.0))
+    >>> est.log_z, est.diagnostics["upper_bound"]
+    (2.0, 2.0)
+    """
+    w = _works(work_r, "work_r")
+    value, se = _log_mean_exp_se(-w)
+    ess, messages = _ess_messages(-w, "reverse AIS")
+    diag = {
+        "n_runs": float(w.size),
+        "ess": ess,
+        "upper_bound": float(w.mean()),
+        "mean_work": float(w.mean()),
+        "sd_work": float(w.std(ddof=1)),
+    }
+    return EvidenceEstimate(-value, se, "rais", w, np.empty(0), diag, _emit(messages))
+
+
+def _bar_terms(log_z: float, wf: np.ndarray, wr: np.ndarray, m: float):
+    """Forward / reverse Fermi terms ``P(reverse | W_f,i)`` and ``P(forward | -W_r,j)``."""
+    return special.expit(-(m + wf + log_z)), special.expit(m - wr + log_z)
+
+
+def _bar_overlap_se(log_z: float, wf: np.ndarray, wr: np.ndarray) -> tuple[float, float]:
+    """Overlap ``Omega`` and asymptotic se ``sqrt((1/n_f + 1/n_r)(1/Omega - 1))``."""
+    nf, nr = wf.size, wr.size
+    m = np.log(nf / nr)
+    x = np.concatenate([m + wf + log_z, m - wr + log_z])  # pooled, forward-work convention
+    prod = np.exp(-np.logaddexp(0.0, x) - np.logaddexp(0.0, -x))  # f(x) f(-x)
+    overlap = float(min(1.0, (nf + nr) / (nf * nr) * prod.sum()))
+    with np.errstate(divide="ignore"):
+        var = (1.0 / nf + 1.0 / nr) * (1.0 / overlap - 1.0)
+    return overlap, float(np.sqrt(var))
+
+
+def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) -> EvidenceEstimate:
+    """Bennett acceptance ratio (BAR) estimate of ``log Z`` from forward and reverse works.
+
+    With ``M = log(n_f / n_r)`` and ``s(t) = 1 / (1 + exp(-t))``, ``log Zhat`` is the root of
+
+    ``g(l) = sum_i s(-(M + W_f,i + l)) - sum_j s(M - W_r,j + l)``,
+
+    Bennett's equation ``sum_i 1/(1 + e^(M + W_f,i - dF)) = sum_j 1/(1 + e^(-M + W_r,j + dF))``
+    with ``dF = -l`` (Shirts et al. 2003). It follows from Crooks,
+    ``p_f(W) / p_r(-W) = exp(W - dF)``: ``s(M + W + l)`` is then the probability that a pooled
+    forward-convention work ``W`` (``W_f`` or ``-W_r``) came from the forward set, and BAR is
+    the maximum-likelihood fit of that logistic model. ``g`` decreases strictly from ``n_f`` to
+    ``-n_r``, so the root is unique; it is bracketed from the AIS/RAIS estimates (widened
+    geometrically) and found by :func:`scipy.optimize.brentq`.
+
+    **Overlap** ``Omega = (n_f + n_r) / (n_f n_r) * sum_pooled s(x) s(-x)``, ``x = M + W + l``:
+    1 when the two work distributions coincide (after the Crooks tilt), 0 without overlap. For
+    two states it is pymbar's overlap, one minus the second eigenvalue of the overlap matrix.
+    The asymptotic variance of Shirts et al. (2003),
+    ``[sum_pooled 1/(2 + 2 cosh x)]^-1 - (1/n_f + 1/n_r)``, equals
+    ``(1/n_f + 1/n_r)(1/Omega - 1)``; its square root is the se. It assumes exact posterior
+    starts for the reverse runs and independent runs, and is optimistic without overlap.
+
+    Parameters
+    ----------
+    work_f, work_r : array_like, shape (run,)
+        Forward and reverse works (conventions in the module docstring); counts may differ.
+    tol : float, default 1e-10
+        Absolute tolerance on ``log Z`` for the root finder.
+    maxiter : int, default 200
+        Iteration cap of :func:`scipy.optimize.brentq`.
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method = "bar"``. Diagnostics: ``n_f``, ``n_r``, ``log_z_ais``, ``log_z_rais``,
+        ``lower_bound``, ``upper_bound``, ``hysteresis`` (``mean W_f + mean W_r``),
+        ``overlap``, ``converged`` (1.0 / 0.0), ``iterations``.
+
+    Raises
+    ------
+    RuntimeError
+        If the root cannot be bracketed (e.g. works so extreme that ``g`` is not finite).
+
+    Warns
+    -----
+    EvidenceWarning
+        When ``overlap < 0.03`` or the root finder did not converge.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> wf = rng.normal(2.0 + 0.5, 1.0, 2000)  # log Z = -2, sigma = 1
+    >>> wr = rng.normal(-2.0 + 0.5, 1.0, 1000)
+    >>> est = bar_log_evidence(wf, wr)
+    >>> abs(est.log_z + 2.0) < 4 * est.se
+    True
+    """
+    wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
+    nf, nr = wf.size, wr.size
+    m = float(np.log(nf / nr))
+    lz_f = float(special.logsumexp(-wf) - np.log(nf))
+    lz_r = float(np.log(nr) - special.logsumexp(-wr))
+
+    def g(log_z: float) -> float:
+        a, b = _bar_terms(log_z, wf, wr, m)
+        return float((a.sum() - b.sum()) / (nf + nr))
+
+    lo, hi = min(lz_f, lz_r), max(lz_f, lz_r)
+    # Beyond these g has the sign of n_f (resp. -n_r) up to e^-40 relative terms.
+    far_lo = min(-(m + wf.max()), wr.min() - m) - 40.0
+    far_hi = max(-(m + wf.min()), wr.max() - m) + 40.0
+    step = max(1.0, hi - lo)
+    while g(lo) <= 0.0 and lo > far_lo:
+        lo, step = max(lo - step, far_lo), 2.0 * step
+    step = max(1.0, hi - lo)
+    while g(hi) >= 0.0 and hi < far_hi:
+        hi, step = min(hi + step, far_hi), 2.0 * step
+    g_lo, g_hi = g(lo), g(hi)
+    if not (g_lo > 0.0 > g_hi):
+        raise RuntimeError(
+            f"BAR root not bracketed: g({lo:.6g}) = {g_lo:.3g}, g({hi:.6g}) = {g_hi:.3g}; "
+            "the works are non-finite or too extreme for double precision"
+        )
+    root, info = optimize.brentq(g, lo, hi, xtol=tol, maxiter=maxiter, full_output=True, disp=False)
+    converged, iterations = bool(info.converged), info.iterations
+    overlap, se = _bar_overlap_se(root, wf, wr)
+    diag = {
+        "n_f": float(nf),
+        "n_r": float(nr),
+        "log_z_ais": lz_f,
+        "log_z_rais": lz_r,
+        "lower_bound": float(-wf.mean()),
+        "upper_bound": float(wr.mean()),
+        "hysteresis": float(wf.mean() + wr.mean()),
+        "overlap": overlap,
+        "converged": float(converged),
+        "iterations": float(iterations),
+    }
+    messages = []
+    if overlap < OVERLAP_MIN:
+        messages.append(
+            f"forward and reverse work distributions barely overlap (overlap = {overlap:.3g} < "
+            f"{OVERLAP_MIN:g}, hysteresis = {diag['hysteresis']:.3g} nats): the BAR estimate and "
+            "its se are unreliable; anneal more slowly"
+        )
+    if not converged:
+        messages.append(f"BAR root finder did not converge in {maxiter} iterations")
+    return EvidenceEstimate(float(root), se, "bar", np.empty(0), np.empty(0), diag, _emit(messages))
+
+
+def histogram_log_evidence(
+    work_f, work_r, *, tol: float = 1e-10, maxiter: int = 100_000
+) -> EvidenceEstimate:
+    """Habeck's histogram (two-state WHAM / MBAR) estimator; a cross-check of BAR.
+
+    Pools ``u = W_f`` and ``-W_r`` and estimates the forward work density non-parametrically,
+    ``p_f = sum_j p_j delta(W - u_j)``, from two "ensembles": forward works drawn from ``p_f``
+    and reverse works from ``p_f(W) exp(-W) / Z``. The self-consistent iteration
+    ``p_j ∝ 1 / (n_f + n_r exp(-u_j) / Z)``, ``Z = sum_j p_j exp(-u_j)`` (normalised
+    ``p``), runs in log space until ``log Z`` changes by less than ``tol``. Its fixed point is
+    exactly BAR's root, so the value should agree with :func:`bar_log_evidence`; the se is
+    BAR's asymptotic se at this value. Linear convergence: slow when overlap is poor.
+
+    Parameters
+    ----------
+    work_f, work_r : array_like, shape (run,)
+    tol : float, default 1e-10
+    maxiter : int, default 100000
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method = "histogram"``; diagnostics ``n_f``, ``n_r``, ``overlap``, ``iterations``,
+        ``converged``. Warns if not converged.
+
+    Examples
+    --------
+    >>> est = histogram_log_evidence([0.5, 1.5, 2.5], [-1.5, -0.5, 0.5])
+    >>> round(est.log_z, 6) == round(bar_log_evidence([0.5, 1.5, 2.5], [-1.5, -0.5, 0.5]).log_z, 6)
+    True
+    """
+    wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
+    nf, nr = wf.size, wr.size
+    u = np.concatenate([wf, -wr])
+    log_z = 0.5 * float(special.logsumexp(-wf) - np.log(nf) + np.log(nr) - special.logsumexp(-wr))
+    converged, iterations = False, 0
+    for iterations in range(1, maxiter + 1):  # noqa: B007
+        log_p = -np.logaddexp(np.log(nf), np.log(nr) - u - log_z)
+        new = float(special.logsumexp(log_p - u) - special.logsumexp(log_p))
+        change, log_z = abs(new - log_z), new
+        if change < tol:
+            converged = True
+            break
+    overlap, se = _bar_overlap_se(log_z, wf, wr)
+    diag = {
+        "n_f": float(nf),
+        "n_r": float(nr),
+        "overlap": overlap,
+        "iterations": float(iterations),
+        "converged": float(converged),
+    }
+    messages = [] if converged else [f"histogram iteration did not converge in {maxiter} steps"]
+    return EvidenceEstimate(log_z, se, "histogram", np.empty(0), np.empty(0), diag, _emit(messages))
