@@ -1,0 +1,30 @@
+"""Particle engines: batched log densities over particles, HMC/RWM kernels and AIS.
+
+Pure ``step`` functions with small ``State`` / ``Info`` records (blackjax style); the random
+generator is always passed explicitly.
+"""
+
+from .ais import (
+    geometric_schedule,
+    linear_schedule,
+    run_forward_ais,
+    run_reverse_ais,
+    sigmoidal_schedule,
+)
+from .batched import BatchedDensity, batched_log_densities
+from .hmc import Info, State, hmc_step, init_state, rwm_step
+
+__all__ = [
+    "BatchedDensity",
+    "Info",
+    "State",
+    "batched_log_densities",
+    "geometric_schedule",
+    "hmc_step",
+    "init_state",
+    "linear_schedule",
+    "run_forward_ais",
+    "run_reverse_ais",
+    "rwm_step",
+    "sigmoidal_schedule",
+]
