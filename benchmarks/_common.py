@@ -105,6 +105,31 @@ def quiet_logs(verbose: bool) -> None:
             logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def _git_state() -> dict:
+    """Commit and dirty flag of the repository the package is imported from (if a git tree)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "pymc_evidence"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {
+        "git_commit": head,
+        "package_dirty": bool(dirty.strip()),
+        "package_dirty_files": dirty.split()[1::2],
+    }
+
+
 def environment() -> dict:
     import pymc
     import pytensor
@@ -126,6 +151,7 @@ def environment() -> dict:
         "argv": sys.argv,
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "loadavg_at_start": list(os.getloadavg()),
+        **_git_state(),
     }
 
 

@@ -196,7 +196,11 @@ def main(argv=None) -> int:
         f"{seeds[-1]} chains={args.chains} cores={args.cores} draws={args.draws or 'default'}"
         f" tune={args.tune or 'default'}"
     )
-    print(f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}")
+    print(
+        f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}; "
+        f"pymc_evidence at {env.get('git_commit', '?')[:10]}"
+        f"{' + uncommitted changes' if env.get('package_dirty') else ''}"
+    )
     sys.stdout.flush()
     summaries = {}
     for name in args.models:

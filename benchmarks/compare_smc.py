@@ -322,7 +322,11 @@ def main(argv=None) -> int:
         f"# SMC {conf['smc']}; CT options {conf['ct'] or 'package defaults'} "
         f"(cores={args.cores}); warm-up={'no' if args.no_warmup else 'yes'}"
     )
-    print(f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}")
+    print(
+        f"# pymc {env['pymc']}, {env['cpu_count']} CPUs, load avg {env['loadavg_at_start']}; "
+        f"pymc_evidence at {env.get('git_commit', '?')[:10]}"
+        f"{' + uncommitted changes' if env.get('package_dirty') else ''}"
+    )
     sys.stdout.flush()
     rows = payload["rows"]
     for name in args.models:

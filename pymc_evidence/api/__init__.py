@@ -13,6 +13,7 @@ from ..results import log_evidence as _read_log_evidence
 from ..transforms.tempering import ct_spec
 from .assemble import ct_results, raw_ct_arrays
 from .ct import _unconstrained_draws, run_ct
+from .particles import run_particles
 from .st import is_st_trace, run_st, st_results
 
 __all__ = ["METHODS", "ct_evidence", "log_evidence", "sample_evidence", "st_evidence"]
@@ -22,6 +23,9 @@ METHODS = {
     "ct": "continuous tempering, joint form: NUTS on the model extended by a temperature",
     "gibbs_ct": "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
     "st": "simulated tempering on a ladder of temperatures, Rao-Blackwellized (RTS) evidence",
+    "ais": "forward annealed importance sampling from the base (a stochastic lower bound)",
+    "rais": "reverse AIS from posterior draws to the base (a stochastic upper bound)",
+    "bar": "forward and reverse AIS combined by Bennett's acceptance ratio",
 }
 
 
@@ -124,6 +128,18 @@ def sample_evidence(
             raise ValueError(f"{name} must be at least 1, got {value}")
     if int(tune) < 0:
         raise ValueError(f"tune must be >= 0, got {tune}")
+    if method in ("ais", "rais", "bar"):
+        return run_particles(
+            model,
+            method,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            **method_options,
+        )
     if method == "st":
         raw, step = run_st(
             model,
