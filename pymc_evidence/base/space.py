@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pymc.blocking import DictToArrayBijection, RaveledVars
 from pytensor.graph.replace import graph_replace
+
+from ._compile import compile_fn
 
 __all__ = ["ModelSpace", "model_space"]
 
@@ -90,7 +91,7 @@ class ModelSpace:
         for var, shape, size in zip(model.value_vars, self.shapes, self.sizes, strict=True):
             replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
             start += size
-        return pytensor.function([flat], graph_replace(graph, replace))
+        return compile_fn([flat], graph_replace(graph, replace))
 
     def unconstrain(self, values: dict) -> np.ndarray:
         """Map constrained draws (dict of free-variable name to array with leading sample
@@ -141,7 +142,7 @@ def _compile_unconstrain(model: pm.Model):
         transform = model.rvs_to_transforms.get(rv)
         outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
     outputs = graph_replace(outputs, to_input, strict=False)
-    return pytensor.function(inputs, outputs, on_unused_input="ignore")
+    return compile_fn(inputs, outputs)
 
 
 def model_space(model: pm.Model | None = None) -> ModelSpace:

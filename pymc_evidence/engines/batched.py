@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
+from ..base._compile import compile_fn
 from ..base.gaussian import GaussianBase, PriorBase
 from ..base.space import ModelSpace, model_space
 from ..estimators.diagnostics import EvidenceWarning
@@ -127,7 +127,7 @@ def _compile(model: pm.Model, base, space: ModelSpace, vectorize: bool):
         try:
             xs = pt.matrix("xs", dtype="float64")
             batched = vectorize_graph(outputs, replace={flat: xs})
-            return True, pytensor.function([xs], batched)
+            return True, compile_fn([xs], batched)
         except Exception as err:  # any op that cannot be batched
             warnings.warn(
                 f"could not vectorize the model's log density over particles ({err!r}); "
@@ -135,7 +135,7 @@ def _compile(model: pm.Model, base, space: ModelSpace, vectorize: bool):
                 EvidenceWarning,
                 stacklevel=3,
             )
-    return False, pytensor.function([flat], outputs)
+    return False, compile_fn([flat], outputs)
 
 
 def batched_log_densities(
