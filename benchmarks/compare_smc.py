@@ -51,7 +51,7 @@ from _common import (  # noqa: E402
 )
 
 DEFAULT_MODELS = ("conj_d5", "conj_d50", "hier_centered", "radon_vi")
-METHODS = ("smc", "ct", "gibbs_ct")
+METHODS = ("smc", "ct", "gibbs_ct", "st", "ais", "bar")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -200,13 +200,11 @@ def call(model, method, args, conf, *, warmup=False) -> dict:
             return run_smc(model, draws=100, chains=1, cores=1, seed=args.seed)
         return run_smc(model, seed=args.seed, **conf["smc"])
     if warmup:
-        opts = {
-            "draws": 50,
-            "tune": 50,
-            "chains": 1,
-            "adapt_rounds": 0,
-            "base_kwargs": {"restarts": 1},
-        }
+        opts = {"draws": 50, "tune": 50, "chains": 1, "base_kwargs": {"restarts": 1}}
+        if method in ("ct", "gibbs_ct"):
+            opts["adapt_rounds"] = 0
+        if method in ("ais", "bar"):
+            opts.update(n_particles=8, n_stages=5)
         return run_ct(model, method, seed=args.seed, cores=1, options=opts)
     return run_ct(model, method, seed=args.seed, cores=args.cores, options=conf["ct"])
 
