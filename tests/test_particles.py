@@ -17,8 +17,9 @@ def regression():
 
 @pytest.fixture(scope="module")
 def bar_run(regression):
-    return pme.sample_evidence(regression.model, method="bar", random_seed=SEED,
-                               progressbar=False, chains=2)
+    return pme.sample_evidence(
+        regression.model, method="bar", random_seed=SEED, progressbar=False, chains=2
+    )
 
 
 def _within(est, truth):
@@ -48,15 +49,17 @@ def test_bar_results_group_round_trip(bar_run, tmp_path):
 
 @pytest.mark.parametrize("method", ["ais", "rais"])
 def test_one_direction_exact(method, regression):
-    idata = pme.sample_evidence(regression.model, method=method, random_seed=SEED,
-                                progressbar=False, chains=2)
+    idata = pme.sample_evidence(
+        regression.model, method=method, random_seed=SEED, progressbar=False, chains=2
+    )
     _within(pme.log_evidence(idata), regression.log_z)
 
 
 def test_reverse_reuses_user_posterior(bar_run, regression):
     """posterior= skips the internal NUTS run and reuses the user's draws."""
-    idata = pme.sample_evidence(regression.model, method="rais", posterior=bar_run,
-                                random_seed=SEED + 1, progressbar=False)
+    idata = pme.sample_evidence(
+        regression.model, method="rais", posterior=bar_run, random_seed=SEED + 1, progressbar=False
+    )
     _within(pme.log_evidence(idata), regression.log_z)
     np.testing.assert_array_equal(
         get_group(idata, "posterior")["w"].values, get_group(bar_run, "posterior")["w"].values

@@ -68,12 +68,14 @@ def sample_evidence(
     model : pm.Model, optional
         Taken from the context when omitted. Needs proper priors and continuous free
         variables (see :func:`pymc_evidence.check_model`).
-    method : {"ct", "gibbs_ct", "st"}
+    method : {"ct", "gibbs_ct", "st", "ais", "rais", "bar"}
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
         extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
         temperature followed by an exact draw of the temperature. ``"st"``: simulated
         tempering on a discrete ladder with Rao-Blackwellized evidence (Carlson et al. 2016),
-        through :class:`pymc_evidence.SimulatedTempering`.
+        through :class:`pymc_evidence.SimulatedTempering`. ``"ais"``, ``"rais"``, ``"bar"``:
+        forward AIS, reverse AIS and their Bennett-acceptance-ratio combination (Habeck
+        2017) with all particles moved together by batched HMC.
     draws, tune, chains, cores, random_seed, progressbar
         As in :func:`pymc.sample`, for the final run.
     **method_options
@@ -97,6 +99,11 @@ def sample_evidence(
         For ``"st"``: ``base``, ``base_kwargs`` and ``potentials`` as above, and the
         arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
         ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ``target_accept``, ...).
+
+        For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (Gaussian bases only),
+        ``n_particles`` (256), ``n_stages`` (200, sigmoidal schedule), ``n_leapfrog`` (10),
+        and ``posterior`` (an InferenceData/DataTree whose draws start reverse AIS; without
+        it ``draws``/``tune``/``chains`` set an internal NUTS run).
 
     Returns
     -------
