@@ -36,6 +36,15 @@ _FULL_COV_MAX_DIM = 200
 DEFAULT_RESTARTS = 8
 
 
+def resolve_base(base, model, rng, *, potentials=None, base_kwargs=None):
+    """A fitted base: ``base`` itself, or ``fit_base(base, ...)`` when it names a method
+    (with ``DEFAULT_RESTARTS`` restarts unless ``base_kwargs`` says otherwise)."""
+    if not isinstance(base, str):
+        return base
+    options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
+    return fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
+
+
 def _unconstrained_draws(space, raw) -> np.ndarray:
     posterior = get_group(raw, "posterior")
     return space.unconstrain({rv.name: posterior[rv.name].values for rv in space.model.free_RVs})
@@ -265,9 +274,7 @@ def run_ct(
     if form == "gibbs" and nuts_sampler != "pymc":
         raise ValueError("gibbs_ct runs PyMC's own NUTS; use method='ct' for other backends")
     rng = np.random.default_rng(random_seed)
-    if isinstance(base, str):
-        options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
-        base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
+    base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
     cls = _JointSampler if form == "joint" else _GibbsSampler
     sampler = cls(model, base, potentials, nuts_sampler, target_accept)
     base, history = _adapt(

@@ -13,13 +13,13 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..base import fit_base, model_space
+from ..base import model_space
 from ..compat import get_group, group_names, new_idata
 from ..engines.ais import run_forward_ais, run_reverse_ais, sigmoidal_schedule
 from ..engines.batched import batched_log_densities
 from ..estimators.noneq import ais_log_evidence, bar_log_evidence, reverse_ais_log_evidence
 from ..results import estimate_to_dataset
-from .ct import DEFAULT_RESTARTS
+from .ct import resolve_base
 
 __all__ = ["PARTICLE_METHODS", "run_particles"]
 
@@ -91,9 +91,7 @@ def run_particles(
         raise ValueError("n_particles must be >= 2 and n_stages >= 1")
     rng = np.random.default_rng(random_seed)
     space = model_space(model)
-    if isinstance(base, str):
-        options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
-        base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
+    base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
     if not hasattr(base, "sample"):
         raise ValueError("particle methods need a Gaussian base (base='advi' or 'fullrank_advi')")
     density = batched_log_densities(model, base)

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pymc as pm
 
-from ..base import fit_base, model_space
+from ..base import model_space
 from ..compat import get_group, group_names, new_idata
 from ..estimators.diagnostics import EvidenceWarning, evidence_messages
 from ..estimators.pooling import pool_chain_estimates
@@ -21,7 +21,7 @@ from ..estimators.rts import rb_thermodynamic_integration, round_trips, rts_log_
 from ..results import estimate_to_dataset
 from ..steps.simulated_tempering import SimulatedTempering, q_stat_names
 from .assemble import _COPIED_GROUPS, _sampler_diagnostics, resample_posterior
-from .ct import DEFAULT_RESTARTS, _initvals
+from .ct import _initvals, resolve_base
 
 __all__ = ["is_st_trace", "run_st", "st_results"]
 
@@ -140,9 +140,7 @@ def run_st(
 ):
     """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`; returns (raw, step)."""
     rng = np.random.default_rng(random_seed)
-    if isinstance(base, str):
-        options = {"restarts": DEFAULT_RESTARTS, "potentials": potentials, **(base_kwargs or {})}
-        base = fit_base(base, model=model, random_seed=rng.integers(2**31), **options)
+    base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
     step = SimulatedTempering(base=base, potentials=potentials, model=model, **step_options)
     seed = int(rng.integers(2**31))
     initvals = _initvals(model_space(model), base, chains, np.random.default_rng(seed), False)
