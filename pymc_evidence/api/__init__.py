@@ -135,55 +135,24 @@ def sample_evidence(
             raise ValueError(f"{name} must be at least 1, got {value}")
     if int(tune) < 0:
         raise ValueError(f"tune must be >= 0, got {tune}")
-    if method in ("ais", "rais", "bar"):
-        return run_particles(
-            model,
-            method,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            **method_options,
-        )
-    if method == "st":
-        raw, step = run_st(
-            model,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            **method_options,
-        )
-        settings = {
-            "draws": int(draws),
-            "tune": int(tune),
-            "chains": int(chains),
-            "base_kind": step.base.kind,
-        }
-        return st_results(raw, betas=step.betas, random_seed=random_seed, settings=settings)[0]
-    form = "joint" if method == "ct" else "gibbs"
-    raw, base, rounds = run_ct(
-        model,
-        form=form,
+    sampling = dict(
         draws=draws,
         tune=tune,
         chains=chains,
         cores=cores,
         random_seed=random_seed,
         progressbar=progressbar,
-        **method_options,
     )
-    settings = {
-        "draws": int(draws),
-        "tune": int(tune),
-        "chains": int(chains),
-        "base_kind": base.kind,
-        "base_initial_kind": rounds_initial_kind(rounds, base),
-    }
+    settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains)}
+    if method in ("ais", "rais", "bar"):
+        return run_particles(model, method, **sampling, **method_options)
+    if method == "st":
+        raw, step = run_st(model, **sampling, **method_options)
+        settings["base_kind"] = step.base.kind
+        return st_results(raw, betas=step.betas, random_seed=random_seed, settings=settings)[0]
+    form = "joint" if method == "ct" else "gibbs"
+    raw, base, rounds = run_ct(model, form=form, **sampling, **method_options)
+    settings.update(base_kind=base.kind, base_initial_kind=rounds_initial_kind(rounds, base))
     idata, _ = ct_results(
         raw,
         method=method,
