@@ -19,6 +19,13 @@ from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import EvidenceWarning
 from .hygiene import ModelHygieneError, check_model
+from .plots import (
+    plot_beta_trace,
+    plot_compare,
+    plot_running_log_z,
+    plot_st_levels,
+    plot_work_overlap,
+)
 from .steps import GibbsContinuousTempering, SimulatedTempering
 from .transforms import continuous_tempering
 
@@ -40,6 +47,11 @@ __all__ = [
     "ct_evidence",
     "fit_base",
     "log_evidence",
+    "plot_beta_trace",
+    "plot_compare",
+    "plot_running_log_z",
+    "plot_st_levels",
+    "plot_work_overlap",
     "sample_evidence",
     "st_evidence",
 ]

@@ -210,3 +210,21 @@ def test_reverse_single_stage_is_harmonic_mean(regression):
     log_f, log_q, _, _ = density(x0)
     np.testing.assert_allclose(works_r, -(log_f - log_q))
     np.testing.assert_array_equal(info["x"], x0)
+
+
+def test_adaptive_schedule_equal_thermodynamic_length():
+    """sd(u) = 1 / (c + beta) has length log((c + beta) / c): equal parts are geometric."""
+    from pymc_evidence.engines import adaptive_schedule
+
+    c, n = 0.01, 8
+    pilot = np.linspace(0.0, 1.0, 4001)
+    new = adaptive_schedule(pilot, 1.0 / (c + pilot) ** 2, n)
+    exact = c * ((1.0 + 1.0 / c) ** (np.arange(n + 1) / n) - 1.0)
+    np.testing.assert_allclose(new, exact, rtol=2e-3, atol=1e-4)
+
+
+def test_adaptive_schedule_needs_finite_variances():
+    from pymc_evidence.engines import adaptive_schedule
+
+    with pytest.raises(ValueError, match="no finite path variance"):
+        adaptive_schedule(np.linspace(0, 1, 5), np.full(5, np.nan), 4)

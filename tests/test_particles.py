@@ -72,6 +72,61 @@ def test_beta_bernoulli_ais():
     _within(pme.log_evidence(idata), case.log_z)
 
 
-def test_prior_base_is_refused(regression):
-    with pytest.raises(ValueError, match="Gaussian base"):
-        pme.sample_evidence(regression.model, method="ais", base="prior")
+def test_prior_base_power_posterior():
+    """base="prior": particles start from exact prior draws (the power-posterior path)."""
+    case = tm.beta_bernoulli()
+    idata = pme.sample_evidence(
+        case.model, method="ais", base="prior", random_seed=SEED, progressbar=False
+    )
+    est = pme.log_evidence(idata)
+    _within(est, case.log_z)
+    assert get_group(idata, "log_evidence").attrs["base_kind"] == "prior"
+
+
+@pytest.mark.parametrize("schedule", ["linear", "geometric"])
+def test_fixed_schedules(schedule, regression):
+    idata = pme.sample_evidence(
+        regression.model, method="ais", schedule=schedule, random_seed=SEED, progressbar=False
+    )
+    _within(pme.log_evidence(idata), regression.log_z)
+    assert get_group(idata, "log_evidence").attrs["schedule"] == schedule
+
+
+def test_adaptive_schedule_is_recorded_and_frozen(regression):
+    """The pilot-chosen schedule: recorded, and the same fixed kernels in both directions."""
+    idata = pme.sample_evidence(
+        regression.model,
+        method="bar",
+        schedule="adaptive",
+        n_stages=100,
+        random_seed=SEED,
+        progressbar=False,
+        chains=2,
+    )
+    _within(pme.log_evidence(idata), regression.log_z)
+    group = get_group(idata, "log_evidence")
+    assert group.attrs["schedule"] == "adaptive"
+    beta = group["beta"].values
+    assert beta[0] == 0.0 and beta[-1] == 1.0 and np.all(np.diff(beta) >= 0)
+    inner = slice(1, beta.size - 1)
+    np.testing.assert_array_equal(
+        group["forward_step_sizes"].values[inner], group["reverse_step_sizes"].values[inner]
+    )
+    assert np.all(np.isfinite(group["forward_step_sizes"].values[inner]))
+
+
+def test_unknown_schedule(regression):
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        pme.sample_evidence(regression.model, method="ais", schedule="cosine")
+
+
+def test_divergent_reference_posterior_warns(regression):
+    """Divergences in the draws that start reverse AIS become a warning and a diagnostic."""
+    from pymc_evidence.api.particles import _estimate
+
+    rng = np.random.default_rng(0)
+    wf, wr = rng.normal(0.5, 1.0, 200), rng.normal(0.5, 1.0, 200)
+    with pytest.warns(pme.EvidenceWarning, match="divergent"):
+        est = _estimate("bar", wf, wr, 7.0)
+    assert est.diagnostics["n_divergences"] == 7.0
+    assert any("divergent" in w for w in est.warnings)

@@ -9,21 +9,51 @@ run, so standard errors come from the spread over particles.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
+
 import numpy as np
 import pymc as pm
 import xarray as xr
 
 from ..base import model_space
+from ..base.fit import prior_draws
+from ..base.gaussian import PriorBase
 from ..compat import get_group, group_names, new_idata
-from ..engines.ais import run_forward_ais, run_reverse_ais, sigmoidal_schedule
+from ..engines.ais import (
+    geometric_schedule,
+    linear_schedule,
+    pilot_schedule,
+    run_forward_ais,
+    run_reverse_ais,
+    sigmoidal_schedule,
+)
 from ..engines.batched import batched_log_densities
-from ..estimators.noneq import ais_log_evidence, bar_log_evidence, reverse_ais_log_evidence
+from ..estimators.diagnostics import EvidenceWarning, evidence_messages
+from ..estimators.noneq import (
+    ais_log_evidence,
+    bar_log_evidence,
+    crossing_messages,
+    reverse_ais_log_evidence,
+)
 from ..results import estimate_to_dataset
 from .ct import resolve_base
 
-__all__ = ["PARTICLE_METHODS", "run_particles"]
+__all__ = ["PARTICLE_METHODS", "base_particles", "run_particles"]
 
 PARTICLE_METHODS = ("ais", "rais", "bar")
+SCHEDULES = ("adaptive", "sigmoidal", "geometric", "linear")
+
+
+def base_particles(space, base, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` exact draws from the base, raveled unconstrained, shape ``(n, d)``.
+
+    A Gaussian base samples itself; a :class:`~pymc_evidence.PriorBase` draws from the
+    model's prior (the path is then the power posterior).
+    """
+    if isinstance(base, PriorBase):
+        return prior_draws(space, int(n), int(rng.integers(2**31)))
+    return base.sample(int(n), rng)
 
 
 def _posterior_particles(space, posterior, n, rng):
@@ -61,6 +91,63 @@ def _stage_values(prefix, info):
     return out
 
 
+def _schedule(schedule, density, base, space, n_stages, n_particles, n_leapfrog, rng):
+    """``(betas, step_sizes, name)``; ``step_sizes`` None means tuned during the forward run."""
+    if not isinstance(schedule, str):
+        betas = np.asarray(schedule, dtype=float)
+        return betas, None, "custom"
+    if schedule == "adaptive":
+        x_pilot = base_particles(space, base, max(64, n_particles // 4), rng)
+        betas, steps, _ = pilot_schedule(
+            density, base, x_pilot, n_stages, rng, n_leapfrog=n_leapfrog
+        )
+        return betas, steps, schedule
+    makers = {"sigmoidal": sigmoidal_schedule, "geometric": geometric_schedule}
+    makers["linear"] = linear_schedule
+    if schedule not in makers:
+        raise ValueError(f"schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
+    return makers[schedule](n_stages), None, schedule
+
+
+def _reference_posterior(model, posterior, sampling, rng):
+    """The user's posterior, or an internal NUTS run (``target_accept`` 0.95)."""
+    if posterior is not None:
+        return posterior
+    return pm.sample(
+        **sampling,
+        random_seed=int(rng.integers(2**31)),
+        target_accept=0.95,
+        compute_convergence_checks=False,
+        model=model,
+    )
+
+
+def _n_divergences(posterior) -> float | None:
+    if "sample_stats" not in group_names(posterior):
+        return None
+    stats = get_group(posterior, "sample_stats")
+    return float(stats["diverging"].values.sum()) if "diverging" in stats else None
+
+
+def _estimate(method, work_f, physical_r, n_div):
+    """The method's estimate, with the API-level checks added to its warnings."""
+    if method == "ais":
+        return ais_log_evidence(work_f)
+    est = (reverse_ais_log_evidence if method == "rais" else bar_log_evidence)(
+        *((physical_r,) if method == "rais" else (work_f, physical_r))
+    )
+    diag = dict(est.diagnostics)
+    messages = []
+    if n_div is not None:
+        diag["n_divergences"] = n_div
+        messages += evidence_messages({"n_divergences": n_div}, est.se)
+    if method == "bar":
+        messages += crossing_messages(work_f, physical_r)
+    for message in messages:
+        warnings.warn(message, EvidenceWarning, stacklevel=4)
+    return replace(est, diagnostics=diag, warnings=est.warnings + tuple(messages))
+
+
 def run_particles(
     model,
     method: str,
@@ -76,6 +163,7 @@ def run_particles(
     n_particles: int = 256,
     n_stages: int = 200,
     n_leapfrog: int = 10,
+    schedule="sigmoidal",
     posterior=None,
     potentials: str | None = None,
 ):
@@ -83,7 +171,11 @@ def run_particles(
 
     ``draws``/``tune``/``chains``/``cores`` set the internal NUTS run that provides the
     starting draws of reverse AIS when ``posterior`` (an InferenceData/DataTree with a
-    ``posterior`` group) is not given.
+    ``posterior`` group) is not given. With ``schedule="adaptive"`` a pilot run (a quarter
+    of the particles, a quarter of the stages) fixes the schedule and the step sizes; the
+    forward and reverse runs then use exactly those kernels. The default sigmoidal
+    schedule tunes the step size between stages of the forward run (from the acceptance
+    of all particles) and the reverse run replays those step sizes.
     """
     if method not in PARTICLE_METHODS:
         raise ValueError(f"method must be one of {PARTICLE_METHODS}, got {method!r}")
@@ -92,31 +184,33 @@ def run_particles(
     rng = np.random.default_rng(random_seed)
     space = model_space(model)
     base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
-    if not hasattr(base, "sample"):
-        raise ValueError("particle methods need a Gaussian base (base='advi' or 'fullrank_advi')")
     density = batched_log_densities(model, base)
-    betas = sigmoidal_schedule(n_stages)
-    work_f, info_f = run_forward_ais(density, base, betas, n_particles, rng, n_leapfrog=n_leapfrog)
+    betas, steps, schedule_name = _schedule(
+        schedule, density, base, space, n_stages, n_particles, n_leapfrog, rng
+    )
+    x0 = base_particles(space, base, n_particles, rng)
+    work_f, info_f = run_forward_ais(
+        density,
+        base,
+        betas,
+        n_particles,
+        rng,
+        n_leapfrog=n_leapfrog,
+        x0=x0,
+        **({} if steps is None else {"step_size": steps}),
+    )
     stage = {"beta": betas, **_stage_values("forward", info_f)}
-    post_group = None
+    physical_r, n_div, post_group = None, None, None
     if method in ("rais", "bar"):
-        if posterior is None:
-            posterior = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                progressbar=progressbar,
-                random_seed=int(rng.integers(2**31)),
-                compute_convergence_checks=False,
-                model=model,
-            )
+        sampling = dict(draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar)
+        posterior = _reference_posterior(model, posterior, sampling, rng)
+        n_div = _n_divergences(posterior)
         post_group = get_group(posterior, "posterior")
-        x0 = _posterior_particles(space, post_group, n_particles, rng)
+        y0 = _posterior_particles(space, post_group, n_particles, rng)
         work_r, info_r = run_reverse_ais(
             density,
             betas,
-            x0,
+            y0,
             rng,
             step_sizes=info_f["step_sizes"],
             n_leapfrog=n_leapfrog,
@@ -125,14 +219,9 @@ def run_particles(
         stage.update(_stage_values("reverse", info_r))
         # The engine's reverse work is -log w; the estimators take the physical reverse work.
         physical_r = -work_r
-    if method == "ais":
-        est = ais_log_evidence(work_f)
-    elif method == "rais":
-        est = reverse_ais_log_evidence(physical_r)
-    else:
-        est = bar_log_evidence(work_f, physical_r)
+    est = _estimate(method, work_f, physical_r, n_div)
     run_values = {"work_forward": work_f}
-    if method != "ais":
+    if physical_r is not None:
         run_values["work_reverse"] = physical_r
     extra = {name: ("particle", values) for name, values in run_values.items()}
     extra.update({name: ("stage", np.asarray(v, float)) for name, v in stage.items()})
@@ -141,7 +230,7 @@ def run_particles(
         "n_stages": int(n_stages),
         "n_leapfrog": int(n_leapfrog),
         "base_kind": base.kind,
-        "schedule": "sigmoidal",
+        "schedule": schedule_name,
     }
     ds = estimate_to_dataset(est, chain_dim="run", extra_dims=extra, attrs=attrs)
     if post_group is None:

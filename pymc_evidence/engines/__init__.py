@@ -5,8 +5,10 @@ generator is always passed explicitly.
 """
 
 from .ais import (
+    adaptive_schedule,
     geometric_schedule,
     linear_schedule,
+    pilot_schedule,
     run_forward_ais,
     run_reverse_ais,
     sigmoidal_schedule,
@@ -18,11 +20,13 @@ __all__ = [
     "BatchedDensity",
     "Info",
     "State",
+    "adaptive_schedule",
     "batched_log_densities",
     "geometric_schedule",
     "hmc_step",
     "init_state",
     "linear_schedule",
+    "pilot_schedule",
     "run_forward_ais",
     "run_reverse_ais",
     "rwm_step",

@@ -28,8 +28,10 @@ from scipy.special import logsumexp
 from .hmc import hmc_step, init_state
 
 __all__ = [
+    "adaptive_schedule",
     "geometric_schedule",
     "linear_schedule",
+    "pilot_schedule",
     "run_forward_ais",
     "run_reverse_ais",
     "sigmoidal_schedule",
@@ -70,6 +72,51 @@ def sigmoidal_schedule(n: int, scale: float = 4.0) -> np.ndarray:
     return (s - s[0]) / (s[-1] - s[0])
 
 
+def adaptive_schedule(pilot_betas, path_var, n: int) -> np.ndarray:
+    """``n`` stages of equal thermodynamic length, from a pilot run's path variances.
+
+    The variance of a stage's log-weight increment is about ``d_beta**2 * Var_beta(u)``
+    with ``u = log f - log q``; with ``d_beta`` proportional to ``1 / sd_beta(u)`` every stage
+    contributes the same variance, which minimizes their sum for a given ``n`` (the
+    thermodynamic length ``L = int sd_beta(u) d beta`` is split into ``n`` equal parts).
+
+    Parameters
+    ----------
+    pilot_betas : array_like, shape (m + 1,)
+        The pilot's schedule.
+    path_var : array_like, shape (m + 1,)
+        ``Var(u)`` at each pilot ``beta`` (e.g. :func:`run_forward_ais`'s ``info["path_var"]``);
+        ``nan`` entries are interpolated from their neighbours.
+    n : int
+        Stages of the new schedule.
+
+    Returns
+    -------
+    ndarray, shape (n + 1,)
+        From 0 to 1, non-decreasing.
+
+    Examples
+    --------
+    >>> b = np.linspace(0.0, 1.0, 101)
+    >>> new = adaptive_schedule(b, 1.0 / (0.01 + b) ** 2, 10)  # sd(u) = 1 / (0.01 + beta)
+    >>> bool(new[1] < 0.01 and new[-2] > 0.6)
+    True
+    """
+    betas = _check_betas(pilot_betas)
+    var = np.asarray(path_var, dtype=float)
+    if var.shape != betas.shape:
+        raise ValueError("path_var must have one value per pilot beta")
+    ok = np.isfinite(var) & (var >= 0.0)
+    if not ok.any():
+        raise ValueError("the pilot run gave no finite path variance: cannot adapt the schedule")
+    sd = np.sqrt(np.interp(betas, betas[ok], var[ok]))
+    sd = sd + 1e-3 * max(float(np.mean(sd)), 1e-12)  # no stage of zero width
+    length = np.concatenate([[0.0], np.cumsum(0.5 * (sd[1:] + sd[:-1]) * np.diff(betas))])
+    new = np.interp(np.linspace(0.0, length[-1], int(n) + 1), length, betas)
+    new[0], new[-1] = 0.0, 1.0
+    return np.maximum.accumulate(new)
+
+
 def _check_betas(betas) -> np.ndarray:
     betas = np.asarray(betas, dtype=float)
     if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0:
@@ -86,6 +133,17 @@ def _increment(state, d_beta) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         inc = d_beta * (state.log_f - state.log_q)
     return np.where(np.isnan(inc), -np.inf, inc)
+
+
+def _weighted_var(values, log_w) -> float:
+    """Variance of ``values`` under the normalized weights ``exp(log_w)`` (non-finite -> 0)."""
+    ok = np.isfinite(values) & np.isfinite(log_w)
+    if ok.sum() < 2:
+        return np.nan
+    w = np.exp(log_w[ok] - np.max(log_w[ok]))
+    w /= w.sum()
+    mean = w @ values[ok]
+    return float(w @ (values[ok] - mean) ** 2)
 
 
 def _ess(log_w) -> float:
@@ -130,14 +188,16 @@ def run_forward_ais(
         Schedule from 0 to 1 (see :func:`sigmoidal_schedule`, :func:`geometric_schedule`).
     n_particles : int
     rng : numpy.random.Generator
-    step_size : float
-        Initial HMC step size (in units of ``scale``).
+    step_size : float or ndarray of shape (K + 1,)
+        Initial HMC step size (in units of ``scale``); an array fixes the step size at each
+        ``beta`` (e.g. from a pilot run) and turns the tuning off.
     n_leapfrog : int
         Leapfrog steps per HMC trajectory.
     n_steps_per_stage : int
         HMC steps at each intermediate ``beta``.
     scale : {"base"} or ndarray of shape (d,) or None
-        Diagonal kernel scale; ``"base"`` uses the base's marginal standard deviations.
+        Diagonal kernel scale; ``"base"`` uses the base's marginal standard deviations
+        (for a prior base, those of the starting particles).
     target_accept : float
         Between stages (never inside one) the step size is multiplied by 1.1 when the
         stage's mean acceptance exceeded this, by 0.9 otherwise.
@@ -155,8 +215,9 @@ def run_forward_ais(
         ends at ``betas[t]``, ``nan`` where undefined): ``acceptance`` (of the moves at
         ``betas[t]``), ``step_sizes`` (used at ``betas[t]``), ``mean_increment`` (mean
         ``(beta_t - beta_{t-1}) (log f - log q)``), ``ess`` (of the weights accumulated
-        so far); ``log_weights``, final ``x``, ``scale``, ``n_leapfrog``,
-        ``n_steps_per_stage``, ``n_density_calls``.
+        so far), ``path_var`` (weighted variance of ``log f - log q`` under the particles
+        that represent ``pi_{betas[t]}``; see :func:`adaptive_schedule`); ``log_weights``,
+        final ``x``, ``scale``, ``n_leapfrog``, ``n_steps_per_stage``, ``n_density_calls``.
 
     Examples
     --------
@@ -176,35 +237,49 @@ def run_forward_ais(
     """
     betas = _check_betas(betas)
     n_stages = betas.size - 1
-    if isinstance(scale, str):
-        scale = base.std if hasattr(base, "std") else None
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
+    if isinstance(scale, str):
+        # a base without moments (the prior): the spread of the starting particles
+        scale = base.std if hasattr(base, "std") else np.maximum(np.std(x, axis=0), 1e-8)
     calls0 = density.n_calls
     state = init_state(x, density)
     log_w = np.zeros(state.x.shape[0])
     nan = np.full(n_stages + 1, np.nan)
     acceptance, step_sizes, mean_inc, ess = nan.copy(), nan.copy(), nan.copy(), nan.copy()
     ess[0] = state.x.shape[0]
-    eps = float(step_size)
+    fixed = np.ndim(step_size) > 0
+    if fixed:
+        fixed_steps = np.broadcast_to(np.asarray(step_size, dtype=float), betas.shape)
+        if np.any(~np.isfinite(fixed_steps[1:n_stages])):
+            raise ValueError("step_size must be finite at every intermediate beta")
+    eps = np.nan if fixed else float(step_size)
+    path_var = nan.copy()
     for t in range(1, n_stages + 1):
+        with np.errstate(invalid="ignore"):
+            path_var[t - 1] = _weighted_var(state.log_f - state.log_q, log_w)
         inc = _increment(state, betas[t] - betas[t - 1])
         log_w = log_w + inc
         mean_inc[t] = float(np.mean(inc))
         ess[t] = _ess(log_w)
         if t == n_stages:
             break
+        if fixed:
+            eps = float(fixed_steps[t])
         step_sizes[t] = eps
         state, acceptance[t] = _move(
             state, betas[t], density, eps, n_leapfrog, n_steps_per_stage, rng, scale
         )
-        if adapt_step_size:
+        if adapt_step_size and not fixed:
             eps *= 1.1 if acceptance[t] > target_accept else 0.9
+    with np.errstate(invalid="ignore"):
+        path_var[n_stages] = _weighted_var(state.log_f - state.log_q, log_w)
     info = {
         "betas": betas,
         "acceptance": acceptance,
         "step_sizes": step_sizes,
         "mean_increment": mean_inc,
         "ess": ess,
+        "path_var": path_var,
         "log_weights": log_w,
         "x": state.x,
         "scale": scale,
@@ -213,6 +288,44 @@ def run_forward_ais(
         "n_density_calls": density.n_calls - calls0,
     }
     return -log_w, info
+
+
+def pilot_schedule(
+    density,
+    base,
+    x0: np.ndarray,
+    n_stages: int,
+    rng: np.random.Generator,
+    *,
+    n_pilot_stages: int | None = None,
+    n_leapfrog: int = 10,
+    scale="base",
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Choose a schedule and per-stage step sizes with a pilot forward run; freeze both.
+
+    The pilot anneals the particles ``x0`` along a sigmoidal schedule of
+    ``n_pilot_stages`` stages (default ``max(20, n_stages // 4)``), tuning its HMC step size
+    between stages. Its path variances give :func:`adaptive_schedule`; its step sizes,
+    interpolated in ``beta``, become the fixed kernels of the main runs, so that forward and
+    reverse runs use exactly the same kernels and no tuning happens inside a run.
+
+    Returns
+    -------
+    betas : ndarray, shape (n_stages + 1,)
+    step_sizes : ndarray, shape (n_stages + 1,)
+        ``nan`` at both ends (no kernel there).
+    info : dict
+        The pilot's :func:`run_forward_ais` info.
+    """
+    m = int(n_pilot_stages) if n_pilot_stages else max(20, int(n_stages) // 4)
+    pilot = sigmoidal_schedule(m)
+    _, info = run_forward_ais(
+        density, base, pilot, x0.shape[0], rng, n_leapfrog=n_leapfrog, scale=scale, x0=x0
+    )
+    betas = adaptive_schedule(pilot, info["path_var"], n_stages)
+    steps = np.interp(betas, pilot[1:-1], info["step_sizes"][1:-1])
+    steps[0] = steps[-1] = np.nan
+    return betas, steps, info
 
 
 def run_reverse_ais(

@@ -1,0 +1,455 @@
+"""Diagnostic plots of evidence results (matplotlib).
+
+Every function takes the container returned by :func:`pymc_evidence.sample_evidence` (an
+``arviz.InferenceData`` on PyMC 5, an ``xarray.DataTree`` on PyMC 6), draws on the given
+``ax``/``axes`` or on a new figure, and returns the axes. Nothing here calls ``plt.show`` or
+changes ``rcParams``. Each raises ``ValueError`` for results of a method it cannot show
+(the message lists those it can). matplotlib is an optional dependency, imported when a plot
+is drawn.
+
+Running estimates are recomputed from the stored raw quantities (CT ``delta``, ST level
+conditionals, AIS/BAR works) with the same pure estimators that produced the final value, so
+the last point of :func:`plot_running_log_z` is the stored ``log Z``.
+
+Examples
+--------
+The per-function examples use results like these:
+
+>>> import pymc as pm, pymc_evidence as pme
+>>> with pm.Model():
+...     mu = pm.Normal("mu", 0, 1)
+...     pm.Normal("y", mu, 1, observed=[0.3, -0.5])  # exact log Z = -2.5505
+...     idata = pme.sample_evidence(method="ct", chains=2)  # doctest: +SKIP
+...     idata_st = pme.sample_evidence(method="st", chains=2)  # doctest: +SKIP
+...     idata_bar = pme.sample_evidence(method="bar", n_particles=64)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from .compat import get_group, group_names
+from .estimators.ct import ct_log_evidence
+from .estimators.diagnostics import EvidenceWarning
+from .estimators.noneq import ais_log_evidence, bar_log_evidence, reverse_ais_log_evidence
+from .estimators.pooling import pool_chain_estimates
+from .estimators.record import EvidenceEstimate
+from .estimators.rts import rts_log_evidence
+from .results import GROUP, log_evidence
+
+__all__ = [
+    "plot_beta_trace",
+    "plot_compare",
+    "plot_running_log_z",
+    "plot_st_levels",
+    "plot_work_overlap",
+]
+
+CT_METHODS = ("ct", "gibbs_ct")
+TEMPERING_METHODS = (*CT_METHODS, "st")
+PARTICLE_METHODS = ("ais", "rais", "bar")
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            "pymc_evidence plots need matplotlib, an optional dependency: "
+            "`pip install matplotlib` (or `pip install pymc-evidence[test]`)"
+        ) from err
+    return plt
+
+
+def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0)):
+    """``ax`` checked (a sequence of ``n`` Axes when ``n > 1``), or a new figure's axes."""
+    if ax is None:
+        _, ax = _pyplot().subplots(1, n, figsize=figsize, squeeze=False, layout="constrained")
+        return ax[0] if n > 1 else ax[0, 0]
+    if n > 1:
+        ax = np.asarray(ax, dtype=object).ravel()
+        if ax.size != n:
+            raise ValueError(f"axes must hold {n} matplotlib Axes, got {ax.size}")
+    return ax
+
+
+def _results(idata, allowed: tuple[str, ...], plot: str):
+    """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``."""
+    try:
+        names = group_names(idata)
+    except TypeError as err:
+        raise TypeError(
+            f"{plot} needs the results returned by pme.sample_evidence (InferenceData or "
+            f"DataTree), got {type(idata).__name__}"
+        ) from err
+    if GROUP not in names:
+        raise ValueError(f"{plot}: these results have no {GROUP!r} group (groups: {names})")
+    ds = get_group(idata, GROUP)
+    method = str(ds.attrs.get("method", ""))
+    if method not in allowed:
+        raise ValueError(f"{plot} handles results of methods {allowed}, not {method!r}")
+    return ds, method
+
+
+def _variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -> np.ndarray:
+    for group in groups:
+        if group in group_names(idata) and name in get_group(idata, group):
+            return np.asarray(get_group(idata, group)[name].values)
+    raise ValueError(f"the results hold no {name!r} in any of the groups {groups}")
+
+
+def _beta_draws(idata, ds, method):
+    """β per (chain, draw) and histogram bin edges suited to the method."""
+    if method in CT_METHODS:
+        return _variable(idata, "ct_beta"), None
+    ladder = ds["beta"].values
+    beta = ladder[_variable(idata, "st_level").astype(int)]
+    mid = 0.5 * (ladder[1:] + ladder[:-1])
+    return beta, np.concatenate([[0.0], mid, [1.0]])
+
+
+def plot_beta_trace(idata, *, bins: int = 20, axes=None):
+    """Histogram and trace of the inverse temperature β of a tempering run.
+
+    For continuous tempering (``"ct"``, ``"gibbs_ct"``) the histogram of the β draws of each
+    chain is overlaid with the Rao-Blackwellized density stored in the ``log_evidence`` group;
+    a good run covers ``[0, 1]`` and its traces cross the interval many times. For simulated
+    tempering (``"st"``) β moves on the ladder, one histogram bin per level.
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        Results of ``pme.sample_evidence(method="ct" | "gibbs_ct" | "st")``.
+    bins : int, default 20
+        Number of histogram bins on ``[0, 1]`` (CT only).
+    axes : sequence of 2 matplotlib Axes, optional
+        Histogram and trace panels; a new ``1 x 2`` figure when omitted.
+
+    Returns
+    -------
+    numpy.ndarray of matplotlib Axes, shape (2,)
+
+    Examples
+    --------
+    >>> hist_ax, trace_ax = pme.plot_beta_trace(idata)  # doctest: +SKIP
+    """
+    ds, method = _results(idata, TEMPERING_METHODS, "plot_beta_trace")
+    beta, edges = _beta_draws(idata, ds, method)
+    hist_ax, trace_ax = _new_axes(axes, 2, figsize=(10.0, 3.5))
+    edges = np.linspace(0.0, 1.0, int(bins) + 1) if edges is None else edges
+    style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if method == "st" else "default"}
+    for c in range(beta.shape[0]):
+        kwargs = {"color": f"C{c % 10}"}
+        hist_ax.hist(beta[c], edges, density=True, histtype="step", label=f"chain {c}", **kwargs)
+        trace_ax.plot(beta[c], **style, **kwargs)
+    if "beta_density" in ds:
+        mass = ds["beta_density"].values  # probability of each of equal bins on [0, 1]
+        rb_edges = np.linspace(0.0, 1.0, mass.size + 1)
+        hist_ax.stairs(mass * mass.size, rb_edges, color="black", lw=1.5, label="Rao-Blackwellized")
+    hist_ax.set(
+        xlabel=r"$\beta$", ylabel="density", xlim=(0.0, 1.0), title=rf"$\beta$ histogram ({method})"
+    )
+    trace_ax.set(
+        xlabel="draw", ylabel=r"$\beta$", ylim=(-0.02, 1.02), title=rf"$\beta$ trace ({method})"
+    )
+    hist_ax.legend(fontsize="small")
+    return np.array([hist_ax, trace_ax], dtype=object)
+
+
+def _prefixes(n: int, n_points: int, smallest: int) -> np.ndarray:
+    start = min(n, max(smallest, n // n_points))
+    return np.unique(np.linspace(start, n, n_points).round().astype(int))
+
+
+def _running_ct(idata, ds, method, n_points):
+    delta = _variable(idata, "ct_delta")
+    log_zeta = float(ds.attrs["log_zeta"])
+    sizes = _prefixes(delta.shape[1], n_points, 10)
+    ests = [ct_log_evidence(delta[:, :n], log_zeta, method=method) for n in sizes]
+    return sizes, ests, "draws per chain"
+
+
+def _running_st(idata, ds, method, n_points):
+    log_cond = _variable(idata, "st_log_q", ("extended_posterior",))
+    betas, tops = ds["beta"].values, ds["log_zhat_top"].values
+    log_zhat = np.zeros((tops.size, betas.size))
+    log_zhat[:, -1] = tops  # as in api/st.py: reproduces each chain's frozen weights
+    sizes = _prefixes(log_cond.shape[1], n_points, 10)
+    ests = []
+    for n in sizes:
+        chains = [
+            rts_log_evidence(log_cond[c : c + 1, :n], betas, log_zhat[c]) for c in range(tops.size)
+        ]
+        ests.append(pool_chain_estimates(chains, method="st"))
+    return sizes, ests, "draws per chain"
+
+
+def _running_particles(idata, ds, method, n_points):
+    works = [ds[name].values for name in ("work_forward", "work_reverse") if name in ds]
+    estimator = {"ais": ais_log_evidence, "rais": reverse_ais_log_evidence}.get(method)
+    sizes = _prefixes(ds.sizes["particle"], n_points, 4)
+    ests = [(estimator or bar_log_evidence)(*(w[:n] for w in works)) for n in sizes]
+    return sizes, ests, "particles (independent runs)"
+
+
+_RUNNING = {"ct": _running_ct, "gibbs_ct": _running_ct, "st": _running_st}
+_RUNNING.update(dict.fromkeys(PARTICLE_METHODS, _running_particles))
+
+
+def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=None, ax=None):
+    """Running estimate of log Z with its ``± k se`` band, against the draws used.
+
+    The estimate is recomputed on growing prefixes: of the draws of every chain for ``"ct"``,
+    ``"gibbs_ct"`` and ``"st"`` (same estimator and pooling as the final value), of the
+    particles for ``"ais"``, ``"rais"`` and ``"bar"``. A trustworthy run settles down early
+    and stays inside its shrinking band; drifts or jumps point to poor mixing.
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        Results of ``pme.sample_evidence``.
+    n_points : int, default 30
+        Number of prefixes evaluated.
+    k : float, default 2.0
+        Half-width of the band in standard errors.
+    reference : float, optional
+        A known exact log Z, drawn as a horizontal line.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        For methods without stored raw quantities (e.g. ``"bridge"``).
+
+    Examples
+    --------
+    >>> ax = pme.plot_running_log_z(idata, reference=-2.5505)  # doctest: +SKIP
+    """
+    ds, method = _results(idata, tuple(_RUNNING), "plot_running_log_z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceWarning)
+        sizes, ests, xlabel = _RUNNING[method](idata, ds, method, int(n_points))
+    log_z = np.array([e.log_z for e in ests])
+    se = np.array([e.se for e in ests])
+    ax = _new_axes(ax)
+    ax.fill_between(
+        sizes, log_z - k * se, log_z + k * se, color="C0", alpha=0.3, label=f"± {k:g} se"
+    )
+    ax.plot(sizes, log_z, color="C0", marker=".", label="running estimate")
+    ax.axhline(
+        float(ds["log_marginal_likelihood"]), color="C0", ls="--", lw=1, label="final estimate"
+    )
+    if reference is not None:
+        ax.axhline(float(reference), color="black", ls=":", label="reference")
+    ax.set(xlabel=xlabel, ylabel="log Z", title=f"running log Z ({method})")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):
+    """Forward and reverse work distributions of AIS / reverse AIS / BAR, and their overlap.
+
+    Both are drawn in log-Z units: the forward log weights ``-W_f`` (``E[exp(-W_f)] = Z``)
+    and the reverse works ``W_r`` (``E[exp(-W_r)] = 1/Z``), the mirror image of the usual
+    ``W_f`` / ``-W_r`` picture. By Crooks' theorem their densities cross at ``log Z``;
+    ``mean(-W_f) <= log Z <= mean(W_r)`` (Jensen), and the gap is the hysteresis. BAR is
+    reliable only where the histograms overlap (hatched).
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        Results of ``pme.sample_evidence(method="ais" | "rais" | "bar")``.
+    bins : int, default 30
+        Number of shared histogram bins.
+    bin_range : (float, float), optional
+        Range of the bins, to zoom on the overlap when a few runs have extreme works;
+        default: all works.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> ax = pme.plot_work_overlap(idata_bar)  # doctest: +SKIP
+    """
+    ds, method = _results(idata, PARTICLE_METHODS, "plot_work_overlap")
+    series = {}
+    if "work_forward" in ds:
+        series[r"forward: $-W_f$"] = -ds["work_forward"].values
+    if "work_reverse" in ds:
+        series[r"reverse: $W_r$"] = ds["work_reverse"].values
+    edges = np.histogram_bin_edges(
+        np.concatenate(list(series.values())), bins=int(bins), range=bin_range
+    )
+    ax = _new_axes(ax)
+    heights = []
+    for i, (label, values) in enumerate(series.items()):
+        h, _ = np.histogram(values, bins=edges, density=True)
+        heights.append(h)
+        ax.stairs(h, edges, fill=True, alpha=0.35, color=f"C{i}")
+        ax.stairs(h, edges, color=f"C{i}", lw=1.5, label=f"{label} (mean {values.mean():.3g})")
+    if len(heights) == 2:
+        hatch = {"fill": True, "hatch": "//", "facecolor": "none", "edgecolor": "black", "lw": 0}
+        ax.stairs(np.minimum(*heights), edges, label="overlap", **hatch)
+    log_z = float(ds["log_marginal_likelihood"])
+    ax.axvline(log_z, color="black", lw=1.5, label=f"log Z = {log_z:.3f} ({method})")
+    title = f"work distributions ({method})"
+    if "diag_overlap" in ds:
+        title += f", BAR overlap = {float(ds['diag_overlap']):.2f}"
+    ax.set(xlabel="log weight (nats)", ylabel="density", title=title)
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_st_levels(idata, *, ax=None):
+    """Occupancy of the simulated-tempering levels against its target.
+
+    Bars: the Rao-Blackwellized occupancies ``ĉ_k`` (mean over draws of ``q(k | x)``);
+    points: the fraction of draws at each level; line: the target ``r_k``. Adapted weights
+    give ``ĉ_k ≈ r_k`` everywhere; a level far below its target is barely visited.
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        Results of ``pme.sample_evidence(method="st")``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> ax = pme.plot_st_levels(idata_st)  # doctest: +SKIP
+    """
+    ds, _ = _results(idata, ("st",), "plot_st_levels")
+    c_hat, r = ds["c_hat"].values, ds["r"].values
+    levels = np.arange(c_hat.size)
+    ax = _new_axes(ax)
+    ax.bar(levels, c_hat, color="C0", alpha=0.6, label=r"$\hat c_k$ (Rao-Blackwellized)")
+    if "occupancy" in ds:
+        ax.plot(levels, ds["occupancy"].values, "o", color="C1", ms=4, label="visits")
+    ax.step(levels, r, where="mid", color="black", ls="--", label=r"target $r_k$")
+    ax.set(
+        xlabel=r"level $k$ ($\beta$ from 0 to 1)",
+        ylabel="occupancy",
+        title=rf"ST levels: max $|\hat c_k - r_k|$ = {np.max(np.abs(c_hat - r)):.3g}",
+    )
+    ax.set_ylim(bottom=0.0)
+    ax.legend(fontsize="small")
+    return ax
+
+
+def _is_results(obj) -> bool:
+    """True for anything :func:`~pymc_evidence.log_evidence` reads (not a dict of them)."""
+    if isinstance(obj, EvidenceEstimate | xr.Dataset):
+        return True
+    try:
+        group_names(obj)
+    except TypeError:
+        return not isinstance(obj, Mapping)  # let log_evidence raise its own error
+    return True
+
+
+def _compare_rows(results) -> list[tuple[str, str, float, float]]:
+    """``(model, label, log_z, se)`` from a compare table, a flat or a nested mapping."""
+    if hasattr(results, "columns") and hasattr(results, "index"):
+        missing = {"log_z", "se"} - set(results.columns)
+        if missing:
+            raise ValueError(f"the table needs columns 'log_z' and 'se'; missing {missing}")
+        labels = results["method"] if "method" in results.columns else [""] * len(results)
+        return [
+            (str(m), str(lab), float(z), float(s))
+            for m, lab, z, s in zip(
+                results.index, labels, results["log_z"], results["se"], strict=True
+            )
+        ]
+    if not isinstance(results, Mapping):
+        raise TypeError(
+            "results must be a dict of name to results, a dict of dicts, or the "
+            f"DataFrame of pme.compare; got {type(results).__name__}"
+        )
+    rows = []
+    for model, value in results.items():
+        inner = {None: value} if _is_results(value) else value
+        for label, obj in inner.items():
+            est = log_evidence(obj)
+            rows.append(
+                (str(model), est.method if label is None else str(label), est.log_z, est.se)
+            )
+    return rows
+
+
+def plot_compare(results, *, reference=None, k: float = 2.0, ax=None):
+    """log Z ``± k se`` of several models and methods, with exact values when known.
+
+    Parameters
+    ----------
+    results : dict, dict of dicts, or pandas.DataFrame
+        ``{model: idata}`` (one row per model, coloured by method), ``{model: {label:
+        idata}}`` (e.g. several methods per model, side by side), or the table returned by
+        :func:`pymc_evidence.compare`. Values may be InferenceData, DataTree, the
+        ``log_evidence`` group or an :class:`~pymc_evidence.EvidenceEstimate`.
+    reference : dict, optional
+        ``{model: exact log Z}``, drawn as black diamonds.
+    k : float, default 2.0
+        Half-width of the error bars in standard errors.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        If ``results`` is empty or ``reference`` names an unknown model.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate
+    >>> from pymc_evidence.plots import plot_compare
+    >>> ax = plot_compare({"a": {"ct": EvidenceEstimate(-3.0, 0.02, "ct"),
+    ...                          "st": EvidenceEstimate(-3.05, 0.03, "st")},
+    ...                    "b": {"ct": EvidenceEstimate(-4.1, 0.05, "ct")}},
+    ...                   reference={"a": -3.01, "b": -4.0})
+    >>> len(ax.get_yticks())
+    2
+    """
+    rows = _compare_rows(results)
+    if not rows:
+        raise ValueError("results is empty; pass at least one model")
+    models = list(dict.fromkeys(row[0] for row in rows))
+    labels = list(dict.fromkeys(row[1] for row in rows))
+    reference = {str(name): float(value) for name, value in (reference or {}).items()}
+    unknown = sorted(set(reference) - set(models))
+    if unknown:
+        raise ValueError(f"reference names unknown models {unknown}; models: {models}")
+    ax = _new_axes(ax)
+    for i, (model, label, log_z, se) in enumerate(rows):
+        mates = [row[1] for row in rows if row[0] == model]  # side by side within a model
+        y = models.index(model) + (
+            0.0 if len(mates) < 2 else np.linspace(-0.25, 0.25, len(mates))[mates.index(label)]
+        )
+        first = all(row[1] != label for row in rows[:i])
+        color, text = f"C{labels.index(label) % 10}", label if first and label else None
+        ax.errorbar(log_z, y, xerr=k * se, fmt="o", capsize=3, color=color, label=text)
+    marker = {"marker": "D", "ls": "none", "mfc": "none", "mec": "black", "ms": 8}
+    for j, (model, value) in enumerate(reference.items()):
+        ax.plot(value, models.index(model), label=None if j else "exact", **marker)
+    ax.set_yticks(np.arange(len(models)), models)
+    ax.set_ylim(len(models) - 0.5, -0.5)
+    ax.set(xlabel=f"log Z (± {k:g} se)", title="model evidence")
+    if reference or labels != [""]:
+        ax.legend(fontsize="small")
+    return ax
