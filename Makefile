@@ -13,7 +13,9 @@ SHELL := /bin/bash
 
 VENV       ?= .venv
 VENV_OTHER ?= .venv-other
-EXTRAS     ?= test
+# Extras installed into the venvs: the test tools (pytest, ruff, notebook runner) and the docs
+# tools, so that `make test` and `make docs` share one install.
+EXTRAS     ?= test,docs
 PY         := $(VENV)/bin/python
 PY_OTHER   := $(VENV_OTHER)/bin/python
 # Extra arguments, e.g. make test PYTEST_ARGS="-k ct -x", make demo DEMO_ARGS="--draws 300"
@@ -25,7 +27,7 @@ LINT_PATHS  ?= pymc_evidence tests
 export EXTRAS PYTHON PYTHON_OTHER
 
 .PHONY: help venv venv-other $(VENV) $(VENV_OTHER) demo test test-other test-slow check \
-        lint bench info clean distclean
+        lint bench info clean distclean docs
 
 help:
 	@echo "make demo        run the radon model-comparison demo (creates .venv on first use)"
@@ -35,6 +37,7 @@ help:
 	@echo "make check       test + test-other (what CI runs)"
 	@echo "make lint        ruff check $(LINT_PATHS)"
 	@echo "make bench       benchmarks/compare_smc.py against pm.sample_smc"
+	@echo "make docs        build the Sphinx site in docs/_build/html (warnings are errors)"
 	@echo "make info        which Python / PyMC each venv uses"
 	@echo "make clean       remove caches and build files; make distclean also removes venvs"
 	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS="
@@ -81,6 +84,11 @@ bench: $(VENV)
 	  echo "$(PY) benchmarks/compare_smc.py $(BENCH_ARGS)"; $(PY) benchmarks/compare_smc.py $(BENCH_ARGS); \
 	else echo "bench: benchmarks/compare_smc.py does not exist yet"; fi
 
+docs: $(VENV)
+	rm -rf docs/api/generated
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"
+
 info:
 	@for v in $(VENV) $(VENV_OTHER); do \
 	  if [ -x $$v/bin/python ]; then \
@@ -91,7 +99,7 @@ info:
 	@echo "other interpreter candidate:   $$(scripts/find_python.sh --other 2>/dev/null || echo none)"
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .ruff_cache docs/_build
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache docs/_build docs/api/generated
 	find . -path ./.venv -prune -o -path ./.venv-other -prune -o \
 	  -name __pycache__ -type d -prune -exec rm -rf {} +
 

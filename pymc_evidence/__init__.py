@@ -13,7 +13,14 @@ Examples
 
 __version__ = "0.1.0"
 
-from .api import METHODS, ct_evidence, log_evidence, sample_evidence, st_evidence
+from .api import (
+    METHODS,
+    bridge_sampling,
+    ct_evidence,
+    log_evidence,
+    sample_evidence,
+    st_evidence,
+)
 from .base import BaseFitError, GaussianBase, PriorBase, fit_base
 from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
@@ -41,6 +48,7 @@ __all__ = [
     "SimulatedTempering",
     "__version__",
     "bayes_factor",
+    "bridge_sampling",
     "check_model",
     "compare",
     "continuous_tempering",

@@ -116,8 +116,8 @@ def no_sampling(monkeypatch):
 
 
 def test_unknown_method_lists_the_methods(no_sampling):
-    with normal_model(1.0), pytest.raises(ValueError, match="smc") as info:
-        pme.sample_evidence(method="smc")
+    with normal_model(1.0), pytest.raises(ValueError, match="nested") as info:
+        pme.sample_evidence(method="nested")
     for name in pme.METHODS:
         assert repr(name) in str(info.value)
 

@@ -12,13 +12,21 @@ from ..results import GROUP
 from ..results import log_evidence as _read_log_evidence
 from ..transforms.tempering import ct_spec
 from .assemble import ct_results, raw_ct_arrays
+from .bridge import bridge_sampling, run_bridge
 from .ct import _unconstrained_draws, run_ct
 from .particles import run_particles
 from .st import is_st_trace, run_st, st_results
 
-__all__ = ["METHODS", "ct_evidence", "log_evidence", "sample_evidence", "st_evidence"]
+__all__ = [
+    "METHODS",
+    "bridge_sampling",
+    "ct_evidence",
+    "log_evidence",
+    "sample_evidence",
+    "st_evidence",
+]
 
-#: method name -> (description, keyword arguments it adds to ``run_ct``)
+#: method name -> one-line description (shown in the error for an unknown method)
 METHODS = {
     "ct": "continuous tempering, joint form: NUTS on the model extended by a temperature",
     "gibbs_ct": "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
@@ -26,6 +34,7 @@ METHODS = {
     "ais": "forward annealed importance sampling from the base (a stochastic lower bound)",
     "rais": "reverse AIS from posterior draws to the base (a stochastic upper bound)",
     "bar": "forward and reverse AIS combined by Bennett's acceptance ratio",
+    "bridge": "bridge sampling (Meng-Wong optimal bridge) from NUTS posterior draws",
 }
 
 
@@ -68,14 +77,15 @@ def sample_evidence(
     model : pm.Model, optional
         Taken from the context when omitted. Needs proper priors and continuous free
         variables (see :func:`pymc_evidence.check_model`).
-    method : {"ct", "gibbs_ct", "st", "ais", "rais", "bar"}
+    method : {"ct", "gibbs_ct", "st", "ais", "rais", "bar", "bridge"}
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
         extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
         temperature followed by an exact draw of the temperature. ``"st"``: simulated
         tempering on a discrete ladder with Rao-Blackwellized evidence (Carlson et al. 2016),
         through :class:`pymc_evidence.SimulatedTempering`. ``"ais"``, ``"rais"``, ``"bar"``:
         forward AIS, reverse AIS and their Bennett-acceptance-ratio combination (Habeck
-        2017) with all particles moved together by batched HMC.
+        2017) with all particles moved together by batched HMC. ``"bridge"``: bridge
+        sampling from NUTS posterior draws (:func:`pymc_evidence.bridge_sampling`).
     draws, tune, chains, cores, random_seed, progressbar
         As in :func:`pymc.sample`, for the final run.
     **method_options
@@ -100,10 +110,18 @@ def sample_evidence(
         arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
         ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ``target_accept``, ...).
 
-        For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (Gaussian bases only),
-        ``n_particles`` (256), ``n_stages`` (200, sigmoidal schedule), ``n_leapfrog`` (10),
-        and ``posterior`` (an InferenceData/DataTree whose draws start reverse AIS; without
-        it ``draws``/``tune``/``chains`` set an internal NUTS run).
+        For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (``"prior"`` gives
+        the power-posterior path from exact prior draws), ``n_particles`` (256),
+        ``n_stages`` (200), ``schedule`` (``"sigmoidal"``, ``"geometric"``, ``"linear"``,
+        ``"adaptive"``: chosen by a pilot run, kernels frozen; or an array of betas),
+        ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start
+        reverse AIS; without it ``draws``/``tune``/``chains`` set an internal NUTS run with
+        ``target_accept=0.95``, whose divergences are reported as a warning).
+
+        For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
+        ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
+        ``"warp3"``), ``n_proposal``, ``maxiter``, ``tol`` (see
+        :func:`pymc_evidence.bridge_sampling`).
 
     Returns
     -------
@@ -146,6 +164,8 @@ def sample_evidence(
     settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains)}
     if method in ("ais", "rais", "bar"):
         return run_particles(model, method, **sampling, **method_options)
+    if method == "bridge":
+        return run_bridge(model, **sampling, **method_options)
     if method == "st":
         raw, step = run_st(model, **sampling, **method_options)
         settings["base_kind"] = step.base.kind

@@ -1,5 +1,6 @@
 """Evidence estimators: pure numpy/scipy functions of stored draws (no PyMC, no xarray)."""
 
+from .bridge import bridge_log_evidence, combine_bridge_runs
 from .ct import (
     base_moment_check,
     beta_cdf,
@@ -46,6 +47,8 @@ __all__ = [
     "bar_log_evidence",
     "base_moment_check",
     "beta_cdf",
+    "bridge_log_evidence",
+    "combine_bridge_runs",
     "chain_agreement_pvalue",
     "ct_log_evidence",
     "ct_weights",
