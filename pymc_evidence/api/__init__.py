@@ -14,7 +14,9 @@ from ..transforms.tempering import ct_spec
 from .assemble import ct_results, raw_ct_arrays
 from .bridge import bridge_sampling, run_bridge
 from .ct import _unconstrained_draws, run_ct
+from .lis import run_lis_method
 from .particles import run_particles
+from .smc import SMC_METHODS, run_smc
 from .st import is_st_trace, run_st, st_results
 
 __all__ = [
@@ -34,6 +36,9 @@ METHODS = {
     "ais": "forward annealed importance sampling from the base (a stochastic lower bound)",
     "rais": "reverse AIS from posterior draws to the base (a stochastic upper bound)",
     "bar": "forward and reverse AIS combined by Bennett's acceptance ratio",
+    "smc": "tempered resample-move SMC from the base, adaptive schedule, batched HMC moves",
+    "arm": "resample-move SMC with adaptive particle counts on hard steps (ARM)",
+    "lis": "linked importance sampling (Neal), forward and reverse runs joined by a bridge",
     "bridge": "bridge sampling (Meng-Wong optimal bridge) from NUTS posterior draws",
 }
 
@@ -77,14 +82,17 @@ def sample_evidence(
     model : pm.Model, optional
         Taken from the context when omitted. Needs proper priors and continuous free
         variables (see :func:`pymc_evidence.check_model`).
-    method : {"ct", "gibbs_ct", "st", "ais", "rais", "bar", "bridge"}
+    method : {"ct", "gibbs_ct", "st", "ais", "rais", "bar", "lis", "smc", "arm", "bridge"}
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
         extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
         temperature followed by an exact draw of the temperature. ``"st"``: simulated
         tempering on a discrete ladder with Rao-Blackwellized evidence (Carlson et al. 2016),
         through :class:`pymc_evidence.SimulatedTempering`. ``"ais"``, ``"rais"``, ``"bar"``:
         forward AIS, reverse AIS and their Bennett-acceptance-ratio combination (Habeck
-        2017) with all particles moved together by batched HMC. ``"bridge"``: bridge
+        2017) with all particles moved together by batched HMC. ``"lis"``: linked
+        importance sampling (Neal 2005), forward and reverse runs joined by the optimal
+        top-level bridge (bridged LIS). ``"smc"``, ``"arm"``: tempered resample-move SMC
+        and its adaptive-particle-count form (Fraccaro et al.). ``"bridge"``: bridge
         sampling from NUTS posterior draws (:func:`pymc_evidence.bridge_sampling`).
     draws, tune, chains, cores, random_seed, progressbar
         As in :func:`pymc.sample`, for the final run.
@@ -117,6 +125,23 @@ def sample_evidence(
         ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start
         reverse AIS; without it ``draws``/``tune``/``chains`` set an internal NUTS run with
         ``target_accept=0.95``, whose divergences are reported as a warning).
+
+        For ``"lis"``: ``base``/``base_kwargs``, ``n_particles`` (128 runs per direction),
+        ``n_stages`` (20 links, schedule of equal thermodynamic length from a pilot AIS
+        run), ``chain_length`` (10 transitions per chain), ``n_leapfrog`` (10),
+        ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
+        ``"reverse"``) and ``posterior`` as for ``"bar"``.
+
+        For ``"smc"`` and ``"arm"``: ``draws`` is the number of particles per run and
+        ``chains`` the number of independent runs (their spread gives the se); ``tune`` and
+        ``cores`` are not used. Options: ``base``/``base_kwargs``, ``schedule``
+        (``"adaptive"``: next temperature by bisection on the conditional ESS, or an array
+        of betas), ``target_ess`` (0.8), ``resample_threshold`` (0.5), ``resampling``
+        (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (3),
+        ``arm_threshold`` (0.7), ``max_expansions`` (3), ``n_particles``, ``n_runs``. With
+        the adaptive schedule every step already has a conditional ESS of ``target_ess``,
+        so ARM expands only when ``arm_threshold > target_ess`` or with a fixed schedule;
+        that is where it helps (see :func:`pymc_evidence.api.smc.run_smc`).
 
         For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
         ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
@@ -166,6 +191,10 @@ def sample_evidence(
         return run_particles(model, method, **sampling, **method_options)
     if method == "bridge":
         return run_bridge(model, **sampling, **method_options)
+    if method == "lis":
+        return run_lis_method(model, **sampling, **method_options)
+    if method in SMC_METHODS:
+        return run_smc(model, method, **sampling, **method_options)
     if method == "st":
         raw, step = run_st(model, **sampling, **method_options)
         settings["base_kind"] = step.base.kind

@@ -129,23 +129,43 @@ def _n_divergences(posterior) -> float | None:
     return float(stats["diverging"].values.sum()) if "diverging" in stats else None
 
 
-def _estimate(method, work_f, physical_r, n_div):
-    """The method's estimate, with the API-level checks added to its warnings."""
-    if method == "ais":
-        return ais_log_evidence(work_f)
-    est = (reverse_ais_log_evidence if method == "rais" else bar_log_evidence)(
-        *((physical_r,) if method == "rais" else (work_f, physical_r))
-    )
-    diag = dict(est.diagnostics)
-    messages = []
+def with_run_checks(est, work_f, physical_r, n_div):
+    """``est`` with the API-level checks of a forward/reverse run added to its warnings.
+
+    ``n_div``: divergences of the NUTS run that gave the reverse starts (None: unknown);
+    ``physical_r``: reverse works, or None for a forward-only run.
+    """
+    if physical_r is None:
+        return est
+    diag, messages = dict(est.diagnostics), []
     if n_div is not None:
         diag["n_divergences"] = n_div
         messages += evidence_messages({"n_divergences": n_div}, est.se)
-    if method == "bar":
+    if work_f is not None:
         messages += crossing_messages(work_f, physical_r)
     for message in messages:
         warnings.warn(message, EvidenceWarning, stacklevel=4)
     return replace(est, diagnostics=diag, warnings=est.warnings + tuple(messages))
+
+
+def _estimate(method, work_f, physical_r, n_div):
+    """The method's estimate, with the API-level checks added to its warnings."""
+    if method == "ais":
+        return ais_log_evidence(work_f)
+    if method == "rais":
+        return with_run_checks(reverse_ais_log_evidence(physical_r), None, physical_r, n_div)
+    return with_run_checks(bar_log_evidence(work_f, physical_r), work_f, physical_r, n_div)
+
+
+def assemble_particles(post_group, ds, posterior):
+    """The results container: ``posterior``, ``log_evidence`` and, when the reverse starts
+    came from a NUTS run, its ``sample_stats`` and ``observed_data``."""
+    groups = {"posterior": post_group, "log_evidence": ds}
+    if posterior is not None:
+        for name in ("sample_stats", "observed_data"):
+            if name in group_names(posterior):
+                groups[name] = get_group(posterior, name)
+    return new_idata(groups)
 
 
 def run_particles(
@@ -235,9 +255,4 @@ def run_particles(
     ds = estimate_to_dataset(est, chain_dim="run", extra_dims=extra, attrs=attrs)
     if post_group is None:
         post_group = _constrained_dataset(space, _resample(info_f["x"], -work_f, rng))
-    groups = {"posterior": post_group, "log_evidence": ds}
-    if posterior is not None:
-        for name in ("sample_stats", "observed_data"):
-            if name in group_names(posterior):
-                groups[name] = get_group(posterior, name)
-    return new_idata(groups)
+    return assemble_particles(post_group, ds, posterior)

@@ -15,6 +15,7 @@ from .ais import (
 )
 from .batched import BatchedDensity, batched_log_densities
 from .hmc import Info, State, hmc_step, init_state, rwm_step
+from .lis import interpolate_step_sizes, run_lis
 
 __all__ = [
     "BatchedDensity",
@@ -25,9 +26,11 @@ __all__ = [
     "geometric_schedule",
     "hmc_step",
     "init_state",
+    "interpolate_step_sizes",
     "linear_schedule",
     "pilot_schedule",
     "run_forward_ais",
+    "run_lis",
     "run_reverse_ais",
     "rwm_step",
     "sigmoidal_schedule",

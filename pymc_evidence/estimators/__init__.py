@@ -12,6 +12,13 @@ from .ct import (
     sample_beta,
 )
 from .diagnostics import EvidenceWarning, evidence_messages, kish_ess
+from .lis import (
+    bridged_log_evidence,
+    lis_log_evidence,
+    lis_log_factors,
+    log_bridge_ratios,
+    reverse_lis_log_evidence,
+)
 from .mcse import (
     chain_agreement_pvalue,
     ess_mean,
@@ -48,8 +55,9 @@ __all__ = [
     "base_moment_check",
     "beta_cdf",
     "bridge_log_evidence",
-    "combine_bridge_runs",
+    "bridged_log_evidence",
     "chain_agreement_pvalue",
+    "combine_bridge_runs",
     "ct_log_evidence",
     "ct_weights",
     "default_ladder",
@@ -59,6 +67,9 @@ __all__ = [
     "histogram_log_evidence",
     "kish_ess",
     "level_log_conditionals",
+    "lis_log_evidence",
+    "lis_log_factors",
+    "log_bridge_ratios",
     "log_ratio_of_means",
     "log_w0",
     "log_w1",
@@ -67,6 +78,7 @@ __all__ = [
     "ratio_influence",
     "rb_thermodynamic_integration",
     "reverse_ais_log_evidence",
+    "reverse_lis_log_evidence",
     "round_trips",
     "rts_level_estimates",
     "rts_log_evidence",

@@ -1,0 +1,380 @@
+"""Linked importance sampling (Neal 2005) on the batched particle engine.
+
+Every particle is one independent LIS run; all runs advance in lockstep, so each Markov
+transition costs one batched density call per leapfrog step for all runs together. The path
+is the geometric one of :mod:`.ais` (``log pi_beta = beta log f + (1 - beta) log q``,
+``Z_0 = 1``, ``Z_1 = Z``) on a coarse schedule ``beta_0 = 0 < ... < beta_n = 1``.
+
+One forward run (Neal's steps 1-4):
+
+1. chain 0: ``K_0 + 1`` states of the base, either given (``x0`` of shape
+   ``(run, K_0 + 1, d)``, independent draws: the kernel ``T_0`` is then independent
+   sampling) or one draw per run (``x0`` of shape ``(run, d)``) planted at a uniformly
+   random position and grown forward and backward with the kernel at ``beta_0``;
+2. for each link ``j``: a link state is chosen from chain ``j`` with probability
+   ``propto p_{j*j+1} / p_j`` (a one-item weighted reservoir, so chains are never stored),
+   planted at a uniform position ``mu`` of chain ``j + 1`` and grown forward ``K - mu`` and
+   backward ``mu`` transitions. The kernels (HMC with full momentum refresh, RWM) are
+   reversible, so the backward kernel is the forward one. Both segments share one lockstep
+   loop of ``K`` transitions: a run restarts from its link once its forward segment is done;
+3. the estimate is Neal's eq. 9, :func:`~pymc_evidence.estimators.lis.lis_log_factors`.
+
+A reverse run is the same procedure on the reversed schedule, started from posterior draws;
+it estimates ``1 / Z``. For bridged LIS both directions must use the same kernels at every
+``beta``: the same step sizes, and at each end the same kind of transition (e.g. forward
+from ``x0`` of independent base draws with HMC at ``beta = 1``, reverse from single
+posterior draws with HMC at ``beta = 1`` and ``end_sampler=base.sample`` at ``beta = 0``).
+Step sizes are fixed per distribution (e.g. from an AIS pilot via
+:func:`interpolate_step_sizes`) and never adapted inside a run.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from scipy import special
+
+from ..estimators.lis import lis_log_factors, log_bridge_ratios
+from .hmc import State, hmc_step, init_state, rwm_step
+
+__all__ = ["interpolate_step_sizes", "run_lis"]
+
+KERNELS = ("hmc", "rwm")
+
+
+def interpolate_step_sizes(pilot_betas, pilot_step_sizes, betas) -> np.ndarray:
+    """Step sizes for a new schedule from a pilot's per-stage ones (log-linear in beta).
+
+    Parameters
+    ----------
+    pilot_betas, pilot_step_sizes : array_like, shape (S,)
+        E.g. :func:`~.ais.run_forward_ais`'s ``info["betas"]`` and ``info["step_sizes"]``;
+        ``nan`` entries (stages without moves) are skipped.
+    betas : array_like, shape (n + 1,)
+
+    Returns
+    -------
+    ndarray, shape (n + 1,)
+        Interpolated in ``log step_size``; constant beyond the pilot's finite range.
+
+    Examples
+    --------
+    >>> interpolate_step_sizes([0, 0.5, 1], [np.nan, 0.4, np.nan], [0, 1]).tolist()
+    [0.4, 0.4]
+    """
+    pb, ps = np.asarray(pilot_betas, float), np.asarray(pilot_step_sizes, float)
+    ok = np.isfinite(ps) & (ps > 0)
+    if not np.any(ok):
+        raise ValueError("the pilot has no finite positive step size")
+    return np.exp(np.interp(np.asarray(betas, float), pb[ok], np.log(ps[ok])))
+
+
+def _where(mask: np.ndarray, a: State, b: State) -> State:
+    rows = mask[:, None]
+    return State(
+        np.where(rows, a.x, b.x),
+        np.where(mask, a.log_f, b.log_f),
+        np.where(mask, a.log_q, b.log_q),
+        np.where(rows, a.grad_f, b.grad_f),
+        np.where(rows, a.grad_q, b.grad_q),
+    )
+
+
+def _rows(state: State, n: int, k: int) -> State:
+    """State ``k`` of every run from a state of shape (run * (K + 1), ...) ordered run-major."""
+    def pick(a):
+        return a.reshape(n, -1, *a.shape[1:])[:, k]
+
+    fields = (state.x, state.log_f, state.log_q, state.grad_f, state.grad_q)
+    return State(*(pick(a) for a in fields))
+
+
+class _Chain:
+    """Collects ``u = log f - log q`` of a chain's states and picks one state by weight.
+
+    ``weight(u)`` gives the log selection weight of a state (``None``: uniform). Selection
+    is a one-item weighted reservoir: state ``k`` replaces the pick with probability
+    ``w_k / sum_{i <= k} w_i``, which leaves each state picked with probability ``propto w``.
+    """
+
+    def __init__(self, weight, rng):
+        self.weight, self.rng = weight, rng
+        self.u, self.pick, self.log_total, self.lw = [], None, None, []
+
+    def observe(self, state: State):
+        with np.errstate(invalid="ignore"):
+            u = state.log_f - state.log_q
+        u = np.where(np.isnan(u), -np.inf, u)
+        self.u.append(u)
+        lw = np.zeros_like(u) if self.weight is None else self.weight(u)
+        self.lw.append(lw)
+        if self.pick is None:
+            self.pick, self.log_total = state, lw
+            return
+        total = np.logaddexp(self.log_total, lw)
+        with np.errstate(invalid="ignore"):
+            log_p = np.where(np.isfinite(total), lw - total, -np.inf)
+        take = np.log(self.rng.uniform(size=u.shape)) < log_p
+        self.pick, self.log_total = _where(take, state, self.pick), total
+
+    def link_ess(self) -> float:
+        """Mean over runs of the Kish ESS of the selection weights (0 for an all-zero run)."""
+        lw = np.stack(self.lw, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_ess = 2.0 * special.logsumexp(lw, axis=1) - special.logsumexp(2.0 * lw, axis=1)
+        return float(np.mean(np.where(np.isfinite(log_ess), np.exp(log_ess), 0.0)))
+
+
+def _transition(state, beta, eps, cfg, rng):
+    acc = 0.0
+    for _ in range(cfg["n_steps"]):
+        if cfg["kernel"] == "hmc":
+            state, info = hmc_step(
+                state, beta, cfg["density"], eps, cfg["n_leapfrog"], rng, scale=cfg["scale"]
+            )
+        else:
+            state, info = rwm_step(state, beta, cfg["density"], eps, rng, scale=cfg["scale"])
+        acc += info.acceptance.mean() / cfg["n_steps"]
+    return state, acc
+
+
+def _grow(link: State, beta, eps, length, chain: _Chain, cfg, rng) -> float:
+    """Plant ``link`` at a uniform position, grow both ways; mean acceptance (nan if K=0)."""
+    mu = rng.integers(0, length + 1, size=link.x.shape[0])
+    chain.observe(link)
+    state, acc = link, []
+    for t in range(length):
+        restart = (length - mu) == t  # forward segment (length K - mu) done: go backward
+        if t > 0 and np.any(restart):
+            state = _where(restart, link, state)
+        state, a = _transition(state, beta, eps, cfg, rng)
+        chain.observe(state)
+        acc.append(a)
+    return float(np.mean(acc)) if acc else np.nan
+
+
+def _observe_all(x: np.ndarray, chain: _Chain, density, extra: State | None = None):
+    """Independent draws ``x`` of shape (run, m, d) (plus an optional link) into ``chain``."""
+    n, m, d = x.shape
+    states = init_state(x.reshape(n * m, d), density)
+    if extra is not None:
+        chain.observe(extra)
+    for k in range(m):
+        chain.observe(_rows(states, n, k))
+
+
+def _settings(betas, chain_length, step_sizes, direction, bridge_guess):
+    betas = np.asarray(betas, dtype=float)
+    if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0:
+        raise ValueError("betas must be a 1-d schedule starting at 0 and ending at 1")
+    if np.any(np.diff(betas) <= 0):
+        raise ValueError("betas must be strictly increasing")
+    if direction not in ("forward", "reverse"):
+        raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
+    lengths = np.broadcast_to(np.asarray(chain_length), betas.shape).astype(int)
+    if np.any(lengths < 0):
+        raise ValueError("chain_length must be >= 0")
+    eps = np.broadcast_to(np.asarray(step_sizes, dtype=float), betas.shape)
+    guess = np.broadcast_to(np.asarray(bridge_guess, dtype=float), (betas.size - 1,))
+    order = slice(None) if direction == "forward" else slice(None, None, -1)
+    sign = 1.0 if direction == "forward" else -1.0
+    return betas, betas[order], lengths[order], eps[order], sign * guess[order]
+
+
+def _start_x0(x0, n_states: int) -> np.ndarray:
+    x0 = np.asarray(x0, dtype=float)
+    if x0.ndim not in (2, 3) or x0.shape[0] < 1:
+        raise ValueError(f"x0 must have shape (run, d) or (run, K + 1, d), got {x0.shape}")
+    if x0.ndim == 3 and x0.shape[1] != n_states:
+        raise ValueError(f"x0 holds {x0.shape[1]} states per run, the first chain {n_states}")
+    return x0
+
+
+def _chain(j, link, x0, path, lengths, eps, chain, cfg, end_sampler, rng) -> float:
+    """Fill ``chain`` with the states of distribution ``j``; mean acceptance (nan: none)."""
+    density, last = cfg["density"], path.size - 1
+    if j == 0 and x0.ndim == 3:
+        _observe_all(x0, chain, density)
+        return np.nan
+    if j == 0:
+        link = init_state(x0, density)
+    elif j == last and end_sampler is not None:
+        n, d = link.x.shape
+        draws = np.asarray(end_sampler(n * lengths[j], rng), dtype=float)
+        _observe_all(draws.reshape(n, lengths[j], d), chain, density, extra=link)
+        return np.nan
+    return _grow(link, path[j], eps[j], lengths[j], chain, cfg, rng)
+
+
+def run_lis(
+    density,
+    betas,
+    x0: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    chain_length,
+    step_sizes,
+    n_leapfrog: int = 10,
+    n_steps: int = 1,
+    scale=None,
+    direction: str = "forward",
+    kernel: str = "hmc",
+    end_sampler=None,
+    bridge: str = "geometric",
+    log_ratio_guess=0.0,
+) -> tuple[np.ndarray, dict]:
+    """Independent linked importance sampling runs, one per particle, in lockstep.
+
+    Parameters
+    ----------
+    density : BatchedDensity
+        From :func:`~pymc_evidence.engines.batched_log_densities` (or any callable with the
+        same ``(log_f, log_q, grad_f, grad_q)`` output and an ``n_calls`` counter).
+    betas : array_like, shape (n + 1,)
+        Strictly increasing schedule from 0 to 1; LIS wants a *coarse* one (adjacent
+        distributions just overlapping, e.g. 5-30 values) and long chains.
+    x0 : ndarray, shape (run, d) or (run, K + 1, d)
+        Exact draws from the start distribution: the base (forward) or the posterior
+        (reverse). One per run is planted in chain 0 and grown with the kernel; ``K + 1`` per
+        run are taken as independent draws forming chain 0.
+    rng : numpy.random.Generator
+    chain_length : int or array_like of int, shape (n + 1,)
+        ``K``: transitions per chain, so each chain has ``K + 1`` states (index = ``betas``).
+    step_sizes : float or array_like, shape (n + 1,)
+        Kernel step size at each ``betas[k]`` (see :func:`interpolate_step_sizes`); fixed
+        for the whole run. Must be finite where the kernel is used.
+    n_leapfrog : int
+        Leapfrog steps of one HMC trajectory.
+    n_steps : int
+        Kernel steps per transition (a power of a reversible kernel is reversible).
+    scale : ndarray, shape (d,), optional
+        Diagonal kernel scale (HMC inverse mass ``scale**2``; RWM proposal scale).
+    direction : {"forward", "reverse"}
+        Forward runs estimate ``Z``; reverse runs (``x0`` posterior draws, schedule walked
+        from 1 to 0) estimate ``1 / Z``.
+    kernel : {"hmc", "rwm"}
+    end_sampler : callable, optional
+        ``end_sampler(m, rng) -> (m, d)`` exact draws of the *last* distribution (the base
+        for reverse runs): its chain is then the link plus ``K`` independent draws.
+    bridge : {"geometric", "optimal"}
+        Low-level bridge (:func:`~pymc_evidence.estimators.lis.log_bridge_ratios`).
+    log_ratio_guess : float or array_like, shape (n,)
+        For ``bridge="optimal"``: fixed guesses of ``log(Z_{k+1} / Z_k)`` (``betas`` order,
+        forward sign), e.g. a pilot AIS run's per-stage increments; not from this run.
+
+    Returns
+    -------
+    log_r : ndarray, shape (run,)
+        Per-run log estimate of ``log Z`` (forward) or ``log(1 / Z)`` (reverse); ``-inf``
+        for a run whose estimate is exactly zero. Combine with
+        :func:`~pymc_evidence.estimators.lis.lis_log_evidence`,
+        :func:`~pymc_evidence.estimators.lis.reverse_lis_log_evidence` or
+        :func:`~pymc_evidence.estimators.lis.bridged_log_evidence`.
+    info : dict
+        ``betas``, ``direction``; ``acceptance`` and ``step_sizes`` (shape (n + 1,), index
+        as ``betas``; ``nan`` where no kernel ran); per link ``k`` (``betas[k]`` to
+        ``betas[k+1]``, shape (n,)): ``link_log_ratio`` (mean over runs of the log factor,
+        forward sign: an estimate of ``log Z_{k+1}/Z_k``) and ``link_ess`` (mean Kish ESS,
+        out of ``K + 1``, of the link-selection weights); ``log_factors`` (run, n, in
+        ``betas`` order, the run's own sign, rows sum to ``log_r``); ``x`` (a uniformly
+        chosen state of each run's last chain); ``n_zero_runs``, ``n_density_calls``,
+        ``chain_length``, ``kernel``, ``n_leapfrog``, ``n_steps``, ``scale``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_evidence.base import GaussianBase
+    >>> from pymc_evidence.engines import batched_log_densities
+    >>> from pymc_evidence.estimators.lis import lis_log_evidence
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     _ = pm.Normal("y", mu, 1.0, observed=np.array([0.5]))
+    >>> base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    >>> density = batched_log_densities(model, base)
+    >>> rng = np.random.default_rng(0)
+    >>> log_r, info = run_lis(density, [0.0, 0.5, 1.0], base.sample(100, rng), rng,
+    ...                       chain_length=10, step_sizes=1.0, n_leapfrog=3)
+    >>> exact = -0.5 * np.log(2 * np.pi * 2) - 0.25 * 0.5**2
+    >>> bool(abs(lis_log_evidence(log_r).log_z - exact) < 0.05)
+    True
+    """
+    betas, path, lengths, eps, guesses = _settings(
+        betas, chain_length, step_sizes, direction, log_ratio_guess
+    )
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    x0 = _start_x0(x0, lengths[0] + 1)
+    n_links = path.size - 1
+    moves = np.ones(n_links + 1, bool)
+    moves[0], moves[-1] = x0.ndim == 2, end_sampler is None
+    bad = moves & (lengths > 0) & ~(np.isfinite(eps) & (eps > 0))
+    if np.any(bad):
+        raise ValueError(f"step_sizes must be finite and positive at betas {path[bad]}")
+    cfg = {
+        "density": density,
+        "kernel": kernel,
+        "n_leapfrog": int(n_leapfrog),
+        "n_steps": int(n_steps),
+        "scale": scale,
+    }
+    calls0 = density.n_calls
+    bridges = [
+        _bridge(path[j], path[j + 1], bridge, guesses[j], lengths[j], lengths[j + 1])
+        for j in range(n_links)
+    ]
+    num, den, acc, ess = [], [], np.full(n_links + 1, np.nan), np.full(n_links, np.nan)
+    link = None
+    for j in range(n_links + 1):
+        chain = _Chain((lambda u, b=bridges[j]: b(u)[0]) if j < n_links else None, rng)
+        acc[j] = _chain(j, link, x0, path, lengths, eps, chain, cfg, end_sampler, rng)
+        u = np.stack(chain.u, axis=1)
+        if j > 0:
+            den.append(bridges[j - 1](u)[1])
+        if j < n_links:
+            num.append(bridges[j](u)[0])
+            ess[j] = chain.link_ess()
+        link = chain.pick
+    log_factors = lis_log_factors(num, den)
+    info = _info(log_factors, link, betas, direction, acc, ess, eps, lengths, cfg)
+    info["n_density_calls"] = density.n_calls - calls0
+    return log_factors.sum(axis=1), info
+
+
+def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
+    """``u -> (log p_*/p_from, log p_*/p_to)`` for one link."""
+    return partial(
+        log_bridge_ratios,
+        beta_from=beta_from,
+        beta_to=beta_to,
+        bridge=bridge,
+        log_ratio_guess=float(guess),
+        log_size_ratio=float(np.log((k_from + 1.0) / (k_to + 1.0))),
+    )
+
+
+def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> dict:
+    """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
+    flip = slice(None) if direction == "forward" else slice(None, None, -1)
+    sign = 1.0 if direction == "forward" else -1.0
+    factors = log_factors[:, flip]
+    ok = np.isfinite(factors)
+    count = ok.sum(axis=0)
+    total = np.where(ok, factors, 0.0).sum(axis=0)
+    link_log_ratio = np.where(count > 0, sign * total / np.maximum(count, 1), np.nan)
+    return {
+        "betas": betas,
+        "direction": direction,
+        "acceptance": acc[flip],
+        "step_sizes": np.where(np.isfinite(acc[flip]), eps[flip], np.nan),
+        "link_log_ratio": link_log_ratio,
+        "link_ess": ess[flip],
+        "log_factors": factors,
+        "x": last.x,
+        "n_zero_runs": int(np.sum(~np.isfinite(log_factors.sum(axis=1)))),
+        "chain_length": np.array(lengths[flip]),
+        "kernel": cfg["kernel"],
+        "n_leapfrog": cfg["n_leapfrog"],
+        "n_steps": cfg["n_steps"],
+        "scale": cfg["scale"],
+    }

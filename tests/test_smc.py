@@ -1,0 +1,289 @@
+"""Resample-move SMC and ARM: pure estimators, the engine and run_smc, against exact log Z."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy.special import logsumexp
+
+import pymc_evidence as pme
+from pymc_evidence.api.smc import run_smc
+from pymc_evidence.base import GaussianBase, fit_base
+from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
+from pymc_evidence.engines.batched import batched_log_densities
+from pymc_evidence.engines.smc import SMCSettings, run_resample_move
+from pymc_evidence.estimators.diagnostics import EvidenceWarning, kish_ess
+from pymc_evidence.estimators.smc import (
+    conditional_ess,
+    log_increment,
+    merge_log_weights,
+    next_beta,
+    residual_resample,
+    smc_log_evidence,
+    smc_variance_proxy,
+    systematic_resample,
+)
+from pymc_evidence.testing import models as tm
+
+SEED = 505
+COARSE = np.array([0.0, 0.01, 0.1, 1.0])  # a fixed schedule whose later steps are hard
+
+
+# ---------------------------------------------------------------- pure estimators
+
+
+@pytest.mark.parametrize("resample", [systematic_resample, residual_resample])
+def test_resampling_counts_are_unbiased(resample):
+    """E[count_r] = n_out * w_r, also when n_out differs from the input size."""
+    rng = np.random.default_rng(0)
+    w = np.array([0.41, 0.29, 0.17, 0.08, 0.05])
+    n_out, reps = 7, 4000
+    counts = np.array(
+        [np.bincount(resample(np.log(w), n_out, rng), minlength=5) for _ in range(reps)]
+    )
+    assert np.all(counts.sum(axis=1) == n_out)
+    mean, sd = counts.mean(axis=0), counts.std(axis=0, ddof=1) / np.sqrt(reps)
+    assert np.all(np.abs(mean - n_out * w) <= 5 * sd + 1e-12), (mean, n_out * w)
+    # both schemes keep every count within one of its expectation's floor / ceiling
+    assert np.all(counts >= np.floor(n_out * w)) and np.all(counts <= np.ceil(n_out * w) + 1)
+
+
+def test_residual_deterministic_part():
+    idx = residual_resample(np.log([0.5, 0.3, 0.2]), 10, np.random.default_rng(1))
+    assert np.bincount(idx, minlength=3).tolist() == [5, 3, 2]
+
+
+def test_merge_proposition_1():
+    """Two weighted sets targeting N(0, 1) merge, by counts, into one that still does."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=4000)  # exact draws, equal weights
+    b = rng.normal(0.0, 2.0, size=12000)  # importance weights N(0,1) / N(0,4)
+    log_wb = -0.5 * b**2 + 0.5 * (b / 2.0) ** 2
+    la, lb = merge_log_weights([np.zeros(a.size), log_wb])
+    assert np.isclose(np.exp(logsumexp(la)), 0.25) and np.isclose(np.exp(logsumexp(lb)), 0.75)
+    x, w = np.concatenate([a, b]), np.exp(np.concatenate([la, lb]))
+    assert np.isclose(w.sum(), 1.0)
+    n_eff = kish_ess(np.log(w))
+    for phi, truth, var in ((x, 0.0, 1.0), (x**2, 1.0, 2.0), (np.cos(x), np.exp(-0.5), 0.2)):
+        assert abs(w @ phi - truth) < 5 * np.sqrt(var / n_eff), phi[:3]
+
+
+def test_next_beta_hits_target_conditional_ess():
+    rng = np.random.default_rng(3)
+    log_ratio = 3.0 * rng.normal(size=3000)
+    log_w = rng.normal(scale=0.3, size=3000)
+    for target in (0.3, 0.8, 0.95):
+        beta = next_beta(0.2, log_ratio, log_w, target)
+        assert 0.2 < beta < 1.0
+        cess = conditional_ess(log_w, (beta - 0.2) * log_ratio) / log_ratio.size
+        assert abs(cess - target) < 1e-8, (target, cess)
+    assert next_beta(0.2, 1e-3 * log_ratio, log_w, 0.8) == 1.0
+
+
+def test_conditional_ess_and_increment_with_equal_weights():
+    """CESS = Kish ESS and (1/R) sum (W - m)^2 / m^2 = R / R_eff - 1 for equal weights."""
+    rng = np.random.default_rng(4)
+    log_incr = rng.normal(size=500)
+    cess = conditional_ess(np.zeros(500), log_incr)
+    assert np.isclose(cess, kish_ess(log_incr))
+    w = np.exp(log_incr)
+    assert np.isclose(np.mean((w - w.mean()) ** 2) / w.mean() ** 2, 500 / cess - 1)
+    assert np.isclose(log_increment(np.full(500, 7.0), log_incr), np.log(w.mean()))
+
+
+def test_variance_proxy_matches_iid_variance():
+    """i.i.d. lognormal W: Var(log Zhat) = S v / R with v = exp(s^2) - 1; the proxy agrees."""
+    rng = np.random.default_rng(5)
+    n_stages, r, s, reps = 4, 400, 0.6, 1500
+    log_w = s * rng.normal(size=(reps, n_stages, r))
+    log_z = np.sum(logsumexp(log_w, axis=2) - np.log(r), axis=1)
+    ess = np.exp(2 * logsumexp(log_w, axis=2) - logsumexp(2 * log_w, axis=2))
+    proxy = smc_variance_proxy(np.full(ess.shape, r), ess)
+    exact = n_stages * np.expm1(s**2) / r
+    assert proxy.shape == (reps,)
+    assert abs(np.mean(proxy) / exact - 1) < 0.05
+    assert abs(np.var(log_z, ddof=1) / exact - 1) < 0.15  # 1500 reps: sd of the ratio ~ 0.04
+    assert np.isclose(smc_variance_proxy([100, np.nan], [50, np.nan]), 0.01)
+
+
+def test_smc_log_evidence_record_and_single_run():
+    log_z = np.array([-3.1, -3.0, -2.95, -3.05])
+    est = smc_log_evidence(log_z, np.full(4, 0.01), method="arm")
+    z = np.exp(log_z - est.log_z)
+    assert np.isclose(est.log_z, np.log(np.mean(np.exp(log_z))))
+    spread = np.std(z, ddof=1) / 2  # 0.032: below the proxy's 0.05, which floors the se
+    assert np.isclose(est.diagnostics["spread_se"], spread) and est.method == "arm"
+    assert np.isclose(est.diagnostics["proxy_se"], 0.05) and np.isclose(est.se, 0.05)
+    wide = smc_log_evidence(log_z * 4 + 9, np.full(4, 1e-4))  # spread above the proxy
+    assert np.isclose(wide.se, wide.diagnostics["spread_se"])
+    np.testing.assert_allclose(est.per_chain_se, 0.1)
+    with pytest.warns(EvidenceWarning, match="single SMC run"):
+        one = smc_log_evidence([-3.0])
+    assert np.isnan(one.se)
+    with pytest.raises(ValueError):
+        smc_log_evidence([np.nan, -3.0])
+
+
+# ---------------------------------------------------------------- engine
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """mu ~ N(0, 1), y ~ N(mu, 1), y = 0.5: posterior N(0.25, 0.5), log Z exact."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", np.float64(0.0), np.float64(1.0))
+        pm.Normal("y", mu, np.float64(1.0), observed=np.array([0.5]))
+    log_z = -0.5 * np.log(2 * np.pi * 2) - 0.25 * 0.5**2
+    return model, log_z
+
+
+def test_engine_exact_when_base_is_the_posterior(toy):
+    """log f - log q is constant: every increment is exact, gamma = 1, no expansion."""
+    model, log_z = toy
+    base = GaussianBase(np.array([0.25]), np.sqrt([[0.5]]), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+    rng = np.random.default_rng(SEED)
+    settings = SMCSettings(schedule=COARSE, arm=True, n_moves=1)
+    value, info = run_resample_move(density, base.sample(200, rng), rng, settings)
+    assert abs(value - log_z) < 1e-10
+    np.testing.assert_allclose(info["gamma"][1:], 1.0)
+    assert np.all(info["n_particles"] == 200) and info["variance_proxy"] < 1e-20
+
+
+def test_engine_determinism_and_arm_off_reproduces_smc(toy):
+    model, _ = toy
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+
+    def run(**kwargs):
+        rng = np.random.default_rng(SEED)
+        return run_resample_move(density, base.sample(100, rng), rng, SMCSettings(**kwargs))
+
+    plain, _ = run(schedule=COARSE)
+    assert run(schedule=COARSE)[0] == plain
+    assert run(schedule=COARSE, arm=True, arm_threshold=0.0)[0] == plain
+    assert run(schedule=COARSE, arm=True, max_expansions=0)[0] == plain
+
+
+def test_settings_are_checked(toy):
+    for bad in (
+        {"schedule": "geometric"},
+        {"schedule": [0.0, 0.5]},
+        {"schedule": [0.0, 0.6, 0.5, 1.0]},
+        {"target_ess": 1.0},
+        {"resampling": "multinomial"},
+        {"n_moves": 0},
+    ):
+        with pytest.raises(ValueError):
+            SMCSettings(**bad).checked_schedule()
+    with pytest.raises(ValueError, match="method"):
+        run_smc(
+            toy[0], "ais", draws=10, tune=0, chains=2, cores=None, random_seed=1, progressbar=False
+        )
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def _estimate(model, method, **kwargs):
+    options = dict(draws=500, tune=0, chains=4, cores=None, random_seed=SEED, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceWarning)
+        idata = run_smc(model, method, **{**options, **kwargs})
+    return idata, pme.log_evidence(idata)
+
+
+def _within(est, truth):
+    error = est.log_z - truth
+    print(f"{est}  truth {truth:.4f}  error {error:+.4f}")
+    assert 0 < est.se <= 0.1
+    assert abs(error) <= max(4 * est.se, 0.1), (error, est.se)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    return tm.conjugate_regression(d=5)
+
+
+@pytest.fixture(scope="module")
+def bernoulli():
+    return tm.beta_bernoulli()
+
+
+@pytest.fixture(scope="module")
+def advi_bases(regression, bernoulli):
+    """One quick ADVI fit per model (the default has 8 restarts; see the slow test)."""
+    return {
+        case.name: fit_base("advi", model=case.model, random_seed=SEED, n_steps=2000)
+        for case in (regression, bernoulli)
+    }
+
+
+@pytest.mark.parametrize("name", ["regression", "bernoulli"])
+@pytest.mark.parametrize("base", ["prior", "advi"])
+def test_smc_exact_models(name, base, request, advi_bases):
+    case = request.getfixturevalue(name)
+    base = advi_bases[case.name] if base == "advi" else base
+    _, est = _estimate(case.model, "smc", base=base)
+    _within(est, case.log_z)
+
+
+def test_smc_results_group(regression, tmp_path):
+    idata, est = _estimate(regression.model, "smc", base="prior", draws=300, chains=3)
+    group = get_group(idata, "log_evidence")
+    assert group.attrs["method"] == "smc" and group.attrs["schedule"] == "adaptive"
+    assert group["log_marginal_likelihood_chain"].dims == ("run",) and group.sizes["run"] == 3
+    for key in ("beta", "log_increment", "ess", "n_particles", "acceptance"):
+        assert group[key].dims == ("run", "stage")
+    beta = group["beta"].values
+    assert np.all(np.nanmax(beta, axis=1) == 1.0) and np.all(beta[:, 0] == 0.0)
+    # per-run log Z is the sum of its increments
+    np.testing.assert_allclose(
+        np.nansum(group["log_increment"].values, axis=1), group["log_marginal_likelihood_chain"]
+    )
+    posterior = get_group(idata, "posterior")
+    assert posterior["w"].shape == (3, 300, 5)
+    back = from_netcdf(to_netcdf(idata, tmp_path / "smc.nc"))
+    assert pme.log_evidence(back).log_z == est.log_z
+
+
+def test_arm_expands_on_coarse_fixed_schedule(regression, advi_bases):
+    """ARM adds particles where the coarse steps are hard, stays within (i_max+1) R, is exact."""
+    base = advi_bases[regression.name]
+    kwargs = dict(base=base, schedule=COARSE, draws=400, max_expansions=3)
+    idata, est = _estimate(regression.model, "arm", **kwargs)
+    _within(est, regression.log_z)
+    group = get_group(idata, "log_evidence")
+    counts = group["n_particles"].values[:, 1:]
+    assert np.all(counts % 400 == 0) and counts.min() >= 400 and counts.max() <= 1600
+    assert counts.max() > 400, "no stage expanded"
+    expanded = group["n_expansions"].values[:, 1:] > 0
+    assert np.all(group["resampled"].values[:, 1:][expanded] == 1)
+    assert np.all(group["gamma"].values[:, 1:][~expanded] >= 0.7)
+    smc, _ = _estimate(regression.model, "smc", **kwargs)
+    assert np.all(get_group(smc, "log_evidence")["n_particles"].values[:, 1:] == 400)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["smc", "arm"])
+def test_defaults_exact_models(method, regression, bernoulli):
+    """sample_evidence-like defaults: ADVI base with 8 restarts, 1000 particles, 4 runs."""
+    for case in (regression, bernoulli):
+        _, est = _estimate(case.model, method, draws=1000, base="advi")
+        _within(est, case.log_z)
+
+
+def test_sample_evidence_smc_entry_point():
+    """method="smc" through sample_evidence: draws = particles per run, chains = runs."""
+    import pymc_evidence as pme
+    from pymc_evidence.testing import models as tm
+
+    case = tm.beta_bernoulli()
+    with case.model:
+        idata = pme.sample_evidence(
+            method="smc", draws=300, chains=3, base="prior", random_seed=7, progressbar=False
+        )
+    est = pme.log_evidence(idata)
+    assert est.method == "smc" and est.n_chains == 3
+    assert abs(est.log_z - case.log_z) <= max(4 * est.se, 0.1)
