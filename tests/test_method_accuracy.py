@@ -1,0 +1,22 @@
+"""Every non-tempering method at its defaults on the exact-log-Z model set.
+
+|log_z - truth| <= max(4 se, 0.1) with a fixed seed, the criterion of the issues; the
+tempering methods have the same check in ``test_ct_accuracy.py`` and ``test_st.py``.
+(``arm`` is ``smc`` on the default adaptive schedule; its own tests use a fixed schedule.)
+"""
+
+import pytest
+from test_ct_accuracy import FAST_CASES, _check
+
+METHODS = ["ais", "bar", "lis", "smc", "bridge"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name", list(FAST_CASES))
+def test_exact_log_z_at_defaults(name, method):
+    est = _check(FAST_CASES[name](), method)
+    if method in ("bar", "lis"):  # one-direction estimates bracket the truth (Jensen)
+        d = est.diagnostics
+        lower = d.get("log_z_ais", d.get("log_z_forward"))
+        upper = d.get("log_z_rais", d.get("log_z_reverse"))
+        assert lower - 4 * est.se - 0.05 <= upper
