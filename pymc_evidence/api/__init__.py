@@ -137,7 +137,7 @@ def sample_evidence(
         ``cores`` are not used. Options: ``base``/``base_kwargs``, ``schedule``
         (``"adaptive"``: next temperature by bisection on the conditional ESS, or an array
         of betas), ``target_ess`` (0.8), ``resample_threshold`` (0.5), ``resampling``
-        (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (3),
+        (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (10),
         ``arm_threshold`` (0.7), ``max_expansions`` (3), ``n_particles``, ``n_runs``. With
         the adaptive schedule every step already has a conditional ESS of ``target_ess``,
         so ARM expands only when ``arm_threshold > target_ess`` or with a fixed schedule;

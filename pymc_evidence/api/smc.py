@@ -138,7 +138,7 @@ def run_smc(
     resample_threshold: float = 0.5,
     resampling: str = "systematic",
     n_leapfrog: int = 10,
-    n_moves: int = 3,
+    n_moves: int = 10,
     arm_threshold: float = 0.7,
     max_expansions: int = 3,
     max_stages: int = 500,

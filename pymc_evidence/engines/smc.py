@@ -97,7 +97,7 @@ class SMCSettings:
     resampling: str = "systematic"
     step_size: float = 0.5
     n_leapfrog: int = 10
-    n_moves: int = 3
+    n_moves: int = 10
     target_accept: float = 0.65
     step_gain: float = 1.5
     arm: bool = False
