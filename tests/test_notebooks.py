@@ -74,7 +74,6 @@ def kernel_env(tmp_path_factory):
         "env": {
             "PME_NOTEBOOK_FAST": "1",
             "PYTHONPATH": python_path,
-            "MPLBACKEND": "Agg",
         },
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")

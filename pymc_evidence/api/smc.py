@@ -17,7 +17,7 @@ import xarray as xr
 from ..base import model_space
 from ..compat import new_idata
 from ..engines.batched import batched_log_densities
-from ..engines.smc import SMCSettings, run_resample_move
+from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
 from ..results import estimate_to_dataset
 from .ct import resolve_base
@@ -26,18 +26,6 @@ from .particles import _constrained_dataset, base_particles
 __all__ = ["SMC_METHODS", "run_smc"]
 
 SMC_METHODS = ("smc", "arm")
-_STAGE_VALUES = (
-    "beta",
-    "log_increment",
-    "ess",
-    "cess",
-    "gamma",
-    "n_particles",
-    "n_expansions",
-    "resampled",
-    "acceptance",
-    "step_size",
-)
 
 
 @contextmanager
@@ -113,7 +101,7 @@ def _log_evidence_group(method, runs, settings, n_particles, base) -> xr.Dataset
         est,
         chain_dim="run",
         chain_values={"variance_proxy": proxy, "n_stages": n_stages, "n_particle_moves": moves},
-        stage_values={key: [info[key] for info in infos] for key in _STAGE_VALUES},
+        stage_values={key: [info[key] for info in infos] for key in STAGE_KEYS},
         attrs=_attrs(settings, method, n_particles, len(infos), base),
     )
 

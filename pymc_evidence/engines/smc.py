@@ -196,7 +196,8 @@ class _Kernel:
             self.step_size *= float(np.exp(np.clip(change, -1.0, 1.0)))
 
 
-_STAGE_KEYS = (
+#: Per-stage records of :func:`run_resample_move` (``info[key]``, one value per stage).
+STAGE_KEYS = (
     "beta",
     "log_increment",
     "ess",
@@ -247,7 +248,7 @@ def _reweight(kernel: _Kernel, state, log_w, beta, new_beta, acc, rec):
     ess = kish_ess(log_w)
     resampled = log_w.size > n or ess < s.resample_threshold * log_w.size
     row = (new_beta, increment, ess, cess, gamma, log_w.size, n_exp, resampled)
-    for key, value in zip(_STAGE_KEYS, row, strict=False):
+    for key, value in zip(STAGE_KEYS, row, strict=False):
         rec[key].append(float(value))
     if resampled:
         state = _take(state, resample_indices(log_w, n, kernel.rng, s.resampling))
@@ -348,9 +349,9 @@ def run_resample_move(
     log_w = np.full(n, -np.log(n))
     kernel = _Kernel(density, rng, s, float(s.step_size), _spread(state.x, log_w, None))
     calls0 = density.n_calls
-    rec = {key: [] for key in _STAGE_KEYS}
+    rec = {key: [] for key in STAGE_KEYS}
     start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
-    for key, value in zip(_STAGE_KEYS, start, strict=False):
+    for key, value in zip(STAGE_KEYS, start, strict=False):
         rec[key].append(float(value))
     beta = 0.0
     while beta < 1.0:
