@@ -118,7 +118,8 @@ def plot_beta_trace(idata, *, bins: int = 20, axes=None):
     For continuous tempering (``"ct"``, ``"gibbs_ct"``) the histogram of the β draws of each
     chain is overlaid with the Rao-Blackwellized density stored in the ``log_evidence`` group;
     a good run covers ``[0, 1]`` and its traces cross the interval many times. For simulated
-    tempering (``"st"``) β moves on the ladder, one histogram bin per level.
+    tempering (``"st"``) β moves on the ladder: the histogram shows the fraction of draws
+    at each level (one bin per level).
 
     Parameters
     ----------
@@ -144,14 +145,22 @@ def plot_beta_trace(idata, *, bins: int = 20, axes=None):
     style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if method == "st" else "default"}
     for c in range(beta.shape[0]):
         kwargs = {"color": f"C{c % 10}"}
-        hist_ax.hist(beta[c], edges, density=True, histtype="step", label=f"chain {c}", **kwargs)
+        # ST: fraction of draws per level (a density over the uneven level bins would spike
+        # wherever the ladder is dense, e.g. near beta = 0 with a prior base)
+        scale = (
+            {"density": True}
+            if method != "st"
+            else {"weights": np.full(beta[c].size, 1.0 / beta[c].size)}
+        )
+        hist_ax.hist(beta[c], edges, histtype="step", label=f"chain {c}", **scale, **kwargs)
         trace_ax.plot(beta[c], **style, **kwargs)
     if "beta_density" in ds:
         mass = ds["beta_density"].values  # probability of each of equal bins on [0, 1]
         rb_edges = np.linspace(0.0, 1.0, mass.size + 1)
         hist_ax.stairs(mass * mass.size, rb_edges, color="black", lw=1.5, label="Rao-Blackwellized")
+    ylabel = "fraction of draws per level" if method == "st" else "density"
     hist_ax.set(
-        xlabel=r"$\beta$", ylabel="density", xlim=(0.0, 1.0), title=rf"$\beta$ histogram ({method})"
+        xlabel=r"$\beta$", ylabel=ylabel, xlim=(0.0, 1.0), title=rf"$\beta$ histogram ({method})"
     )
     trace_ax.set(
         xlabel="draw", ylabel=r"$\beta$", ylim=(-0.02, 1.02), title=rf"$\beta$ trace ({method})"

@@ -107,6 +107,8 @@ def test_beta_trace(name, request):
     assert ("Rao-Blackwellized" in labels) == (name == "ct")
     assert len(hist_ax.patches) == 2 + (name == "ct")
     assert "beta" in hist_ax.get_xlabel() and name in trace_ax.get_title()
+    if name == "st":  # fractions of draws per level, never a spiky density
+        assert hist_ax.get_ylim()[1] <= 1.1 and "fraction" in hist_ax.get_ylabel()
 
 
 def test_gibbs_ct_beta_read_from_sample_stats(ct):
