@@ -47,7 +47,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
-    p.add_argument("--method", default="ct", choices=("ct", "gibbs_ct"))
+    p.add_argument(
+        "--method",
+        default="ct",
+        choices=("ct", "gibbs_ct", "st", "ais", "rais", "bar", "lis", "smc", "arm", "bridge"),
+    )
     p.add_argument("--repeats", type=int, default=20, help="seeds 0 .. repeats-1")
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument(
