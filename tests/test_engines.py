@@ -228,3 +228,15 @@ def test_adaptive_schedule_needs_finite_variances():
 
     with pytest.raises(ValueError, match="no finite path variance"):
         adaptive_schedule(np.linspace(0, 1, 5), np.full(5, np.nan), 4)
+
+
+def test_density_counts_nonfinite_points():
+    """The batched density counts points whose log density is not finite (divergences)."""
+    with pm.Model() as model:
+        pm.Normal("mu", 0.0, 1.0)
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+    since = density.counts()
+    density(np.array([[0.0], [1e200], [1.0], [2.0]]))  # 1e200 ** 2 overflows: -inf
+    assert density.nonfinite_fraction(since) == 0.25
+    assert density.nonfinite_fraction(density.counts()) == 0.0

@@ -316,3 +316,11 @@ def test_crossing_messages_flags_reverse_starts_off_posterior():
     wf, wr = crooks_works(rng, 1.0, 300, 300)
     messages = noneq.crossing_messages(wf, wr - 2.0)  # reverse estimate 2 nats too low
     assert len(messages) == 1 and "above reverse AIS" in messages[0]
+
+
+def test_nonfinite_fraction_message():
+    from pymc_evidence.estimators.diagnostics import evidence_messages
+
+    assert evidence_messages({"nonfinite_fraction": 0.005}, 0.1) == []
+    (message,) = evidence_messages({"nonfinite_fraction": 0.2}, 0.1)
+    assert message.startswith("20.0% of the log densities")

@@ -121,7 +121,7 @@ def test_divergent_reference_posterior_warns(regression):
     rng = np.random.default_rng(0)
     wf, wr = rng.normal(0.5, 1.0, 200), rng.normal(0.5, 1.0, 200)
     with pytest.warns(pme.EvidenceWarning, match="divergent"):
-        est = _estimate("bar", wf, wr, 7.0)
+        est = _estimate("bar", wf, wr, 7.0, 0.0)
     assert est.diagnostics["n_divergences"] == 7.0
     assert any("divergent" in w for w in est.warnings)
 
@@ -159,3 +159,21 @@ def test_lis_forward_prior_base():
 def test_lis_bad_direction(regression):
     with pytest.raises(ValueError, match="direction must be one of"):
         pme.sample_evidence(regression.model, method="lis", direction="sideways")
+
+
+@pytest.mark.parametrize("method", ["ais", "smc"])
+def test_diverging_kernels_warn_on_the_funnel(method):
+    """Centred funnel: HMC trajectories diverge in the neck; particle methods now say so."""
+    case = tm.hierarchical_normal(J=8, centered=True)
+    options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"draws": 200}
+    with pytest.warns(pme.EvidenceWarning, match="not finite"):
+        idata = pme.sample_evidence(
+            case.model, method=method, random_seed=SEED, progressbar=False, **options
+        )
+    assert pme.log_evidence(idata).diagnostics["nonfinite_fraction"] > 0.01
+
+
+def test_no_divergence_warning_on_a_regression(bar_run):
+    est = pme.log_evidence(bar_run)
+    assert est.diagnostics["nonfinite_fraction"] == 0.0
+    assert not any("not finite" in w for w in est.warnings)

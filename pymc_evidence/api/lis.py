@@ -54,14 +54,14 @@ def _check(direction, n_particles, n_stages, chain_length):
         raise ValueError("n_particles must be >= 2, n_stages >= 1 and chain_length >= 1")
 
 
-def _estimate(direction, log_r_f, log_r_r, n_div):
+def _estimate(direction, log_r_f, log_r_r, n_div, nonfinite):
     if direction == "forward":
-        return lis_log_evidence(log_r_f)
+        return with_run_checks(lis_log_evidence(log_r_f), nonfinite=nonfinite)
     if direction == "reverse":
         est = reverse_lis_log_evidence(log_r_r, method="lis")
-        return with_run_checks(est, None, -log_r_r, n_div)
+        return with_run_checks(est, None, -log_r_r, n_div, nonfinite)
     est = bridged_log_evidence(log_r_f, log_r_r, method="lis")
-    return with_run_checks(est, -log_r_f, -log_r_r, n_div)
+    return with_run_checks(est, -log_r_f, -log_r_r, n_div, nonfinite)
 
 
 def run_lis_method(
@@ -115,6 +115,7 @@ def run_lis_method(
         scale=pilot["scale"],
     )
     stage = {"beta": betas}
+    counts = density.counts()
     log_r_f = log_r_r = None
     if direction != "reverse":
         x0 = base_particles(space, base, n_particles * (chain_length + 1), rng)
@@ -138,7 +139,7 @@ def run_lis_method(
             **kernel,
         )
         stage.update(_link_values("reverse", info_r))
-    est = _estimate(direction, log_r_f, log_r_r, n_div)
+    est = _estimate(direction, log_r_f, log_r_r, n_div, density.nonfinite_fraction(counts))
     runs = {"log_r_forward": log_r_f, "log_r_reverse": log_r_r}
     extra = {k: ("particle", v) for k, v in runs.items() if v is not None}
     extra.update({k: ("stage", np.asarray(v, float)) for k, v in stage.items()})

@@ -129,32 +129,37 @@ def _n_divergences(posterior) -> float | None:
     return float(stats["diverging"].values.sum()) if "diverging" in stats else None
 
 
-def with_run_checks(est, work_f, physical_r, n_div):
-    """``est`` with the API-level checks of a forward/reverse run added to its warnings.
+def with_run_checks(est, work_f=None, physical_r=None, n_div=None, nonfinite=None):
+    """``est`` with the API-level checks of a particle run added to its warnings.
 
-    ``n_div``: divergences of the NUTS run that gave the reverse starts (None: unknown);
-    ``physical_r``: reverse works, or None for a forward-only run.
+    ``n_div``: divergences of the NUTS run that gave the reverse starts (None: unknown or
+    no reverse runs); ``work_f``/``physical_r``: forward and reverse works, checked for
+    crossing when both are given; ``nonfinite``: share of non-finite log densities met by
+    the kernels (:meth:`~pymc_evidence.engines.BatchedDensity.nonfinite_fraction`).
     """
-    if physical_r is None:
-        return est
-    diag, messages = dict(est.diagnostics), []
+    checked = {}
     if n_div is not None:
-        diag["n_divergences"] = n_div
-        messages += evidence_messages({"n_divergences": n_div}, est.se)
-    if work_f is not None:
+        checked["n_divergences"] = n_div
+    if nonfinite is not None:
+        checked["nonfinite_fraction"] = float(nonfinite)
+    messages = evidence_messages(checked, est.se)
+    if work_f is not None and physical_r is not None:
         messages += crossing_messages(work_f, physical_r)
     for message in messages:
         warnings.warn(message, EvidenceWarning, stacklevel=4)
+    diag = {**est.diagnostics, **checked}
     return replace(est, diagnostics=diag, warnings=est.warnings + tuple(messages))
 
 
-def _estimate(method, work_f, physical_r, n_div):
+def _estimate(method, work_f, physical_r, n_div, nonfinite):
     """The method's estimate, with the API-level checks added to its warnings."""
     if method == "ais":
-        return ais_log_evidence(work_f)
-    if method == "rais":
-        return with_run_checks(reverse_ais_log_evidence(physical_r), None, physical_r, n_div)
-    return with_run_checks(bar_log_evidence(work_f, physical_r), work_f, physical_r, n_div)
+        est = ais_log_evidence(work_f)
+    elif method == "rais":
+        est = reverse_ais_log_evidence(physical_r)
+    else:
+        est = bar_log_evidence(work_f, physical_r)
+    return with_run_checks(est, work_f, physical_r, n_div, nonfinite)
 
 
 def assemble_particles(post_group, ds, posterior):
@@ -209,6 +214,7 @@ def run_particles(
         schedule, density, base, space, n_stages, n_particles, n_leapfrog, rng
     )
     x0 = base_particles(space, base, n_particles, rng)
+    counts = density.counts()
     work_f, info_f = run_forward_ais(
         density,
         base,
@@ -239,7 +245,7 @@ def run_particles(
         stage.update(_stage_values("reverse", info_r))
         # The engine's reverse work is -log w; the estimators take the physical reverse work.
         physical_r = -work_r
-    est = _estimate(method, work_f, physical_r, n_div)
+    est = _estimate(method, work_f, physical_r, n_div, density.nonfinite_fraction(counts))
     run_values = {"work_forward": work_f}
     if physical_r is not None:
         run_values["work_reverse"] = physical_r

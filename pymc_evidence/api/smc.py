@@ -21,7 +21,7 @@ from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
 from ..results import estimate_to_dataset
 from .ct import resolve_base
-from .particles import _constrained_dataset, base_particles
+from .particles import _constrained_dataset, base_particles, with_run_checks
 
 __all__ = ["SMC_METHODS", "run_smc"]
 
@@ -82,7 +82,7 @@ def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
     return attrs
 
 
-def _log_evidence_group(method, runs, settings, n_particles, base) -> xr.Dataset:
+def _log_evidence_group(method, runs, settings, n_particles, base, nonfinite) -> xr.Dataset:
     log_z = np.array([lz for lz, _ in runs])
     infos = [info for _, info in runs]
     moves = np.array([info["n_particle_moves"] for info in infos], dtype=float)
@@ -97,6 +97,7 @@ def _log_evidence_group(method, runs, settings, n_particles, base) -> xr.Dataset
     }
     proxy = np.array([info["variance_proxy"] for info in infos])
     est = smc_log_evidence(log_z, proxy, method=method, diagnostics=diagnostics)
+    est = with_run_checks(est, nonfinite=nonfinite)
     return estimate_to_dataset(
         est,
         chain_dim="run",
@@ -204,11 +205,12 @@ def run_smc(
     space = model_space(model)
     base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
     density = batched_log_densities(model, base)
-    runs = []
+    runs, counts = [], density.counts()
     with _progress(progressbar, n_runs) as callback_for:
         for r, run_rng in enumerate(rng.spawn(n_runs)):
             x0 = base_particles(space, base, n_particles, run_rng)
             runs.append(run_resample_move(density, x0, run_rng, settings, callback=callback_for(r)))
-    group = _log_evidence_group(method, runs, settings, n_particles, base)
+    nonfinite = density.nonfinite_fraction(counts)
+    group = _log_evidence_group(method, runs, settings, n_particles, base, nonfinite)
     posterior = _posterior(space, [info for _, info in runs])
     return new_idata({"posterior": posterior, "log_evidence": group})

@@ -53,6 +53,9 @@ class BatchedDensity:
         with a single-point function (the fallback).
     n_calls : int
         Number of batch evaluations so far (a cost counter for the engines).
+    n_points, n_nonfinite : int
+        Points evaluated so far, and how many of them had a non-finite ``log f`` or
+        ``log q`` (HMC trajectories that diverge; see :meth:`nonfinite_fraction`).
     """
 
     space: ModelSpace
@@ -60,6 +63,8 @@ class BatchedDensity:
     vectorized: bool
     _fn: object = field(repr=False)
     n_calls: int = 0
+    n_points: int = 0
+    n_nonfinite: int = 0
 
     @property
     def ndim(self) -> int:
@@ -94,7 +99,20 @@ class BatchedDensity:
         else:
             rows = [self._fn(row) for row in x]
             out = [np.stack([np.asarray(r[k]) for r in rows]) for k in range(4)]
-        return tuple(np.asarray(o, dtype=np.float64) for o in out)
+        out = tuple(np.asarray(o, dtype=np.float64) for o in out)
+        self.n_points += x.shape[0]
+        self.n_nonfinite += int(np.sum(~(np.isfinite(out[0]) & np.isfinite(out[1]))))
+        return out
+
+    def counts(self) -> tuple[int, int]:
+        """``(n_nonfinite, n_points)`` so far; pass to :meth:`nonfinite_fraction` later."""
+        return self.n_nonfinite, self.n_points
+
+    def nonfinite_fraction(self, since: tuple[int, int] = (0, 0)) -> float:
+        """Share of the points evaluated after ``since`` (from :meth:`counts`) whose log
+        density was not finite; 0 when none were evaluated."""
+        n = self.n_points - since[1]
+        return (self.n_nonfinite - since[0]) / n if n else 0.0
 
     def log_path(self, x: np.ndarray, beta) -> np.ndarray:
         """``beta * log f + (1 - beta) * log q`` at each row of ``x`` (``beta`` scalar or (n,))."""

@@ -16,6 +16,7 @@ CHAIN_PVALUE_MIN = 0.01
 ESS_W1_MIN = 50.0
 ESS_W1_MIN_FRACTION = 0.01
 BASE_MOMENT_Z_MAX = 5.0
+NONFINITE_FRACTION_MAX = 0.01
 
 
 class EvidenceWarning(UserWarning):
@@ -66,7 +67,10 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
     * a non-finite standard error ``se``;
     * ``n_divergences`` above zero (NUTS divergences after tuning);
     * ``base_moment_max_mean_z`` or ``base_moment_max_var_z`` above ``BASE_MOMENT_Z_MAX`` (5):
-      the base-moment check of Graham & Storkey's eq. 22 fails.
+      the base-moment check of Graham & Storkey's eq. 22 fails;
+    * ``nonfinite_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of the log
+      densities met by a particle method's HMC trajectories was not finite (the particle
+      analogue of NUTS divergences).
 
     Parameters
     ----------
@@ -114,6 +118,13 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
             f"{diag['n_divergences']:.0f} divergent NUTS transitions after tuning: the sampler"
             " may have missed part of the tempered target, biasing the estimate beyond its se;"
             " raise target_accept or reparameterize (e.g. non-centred hierarchies)"
+        )
+    if diag.get("nonfinite_fraction", 0.0) > NONFINITE_FRACTION_MAX:
+        out.append(
+            f"{100 * diag['nonfinite_fraction']:.1f}% of the log densities met by the HMC"
+            " trajectories were not finite (diverging trajectories): the kernels do not"
+            " explore part of the path, so the estimate may be biased beyond its se;"
+            " reparameterize (e.g. non-centred hierarchies)"
         )
     moment_z = max(diag.get("base_moment_max_mean_z", 0.0), diag.get("base_moment_max_var_z", 0.0))
     if moment_z > BASE_MOMENT_Z_MAX:
