@@ -198,7 +198,9 @@ def _running_st(idata, ds, method, n_points):
 
 
 def _running_particles(idata, ds, method, n_points):
-    works = [ds[name].values for name in ("work_forward", "work_reverse") if name in ds]
+    # every run stores the forward works (they tune the kernels), so pick by method
+    names = {"ais": ("work_forward",), "rais": ("work_reverse",)}
+    works = [ds[name].values for name in names.get(method, ("work_forward", "work_reverse"))]
     estimator = {"ais": ais_log_evidence, "rais": reverse_ais_log_evidence}.get(method)
     sizes = _prefixes(ds.sizes["particle"], n_points, 4)
     ests = [(estimator or bar_log_evidence)(*(w[:n] for w in works)) for n in sizes]

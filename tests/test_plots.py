@@ -17,7 +17,7 @@ import xarray as xr  # noqa: E402
 import pymc_evidence as pme  # noqa: E402
 from pymc_evidence import compat, plots  # noqa: E402
 from pymc_evidence.estimators.diagnostics import EvidenceWarning  # noqa: E402
-from pymc_evidence.estimators.noneq import ais_log_evidence  # noqa: E402
+from pymc_evidence.estimators.noneq import ais_log_evidence, reverse_ais_log_evidence  # noqa: E402
 from pymc_evidence.plots import (  # noqa: E402
     plot_beta_trace,
     plot_compare,
@@ -73,6 +73,18 @@ def ais(bar):
         est, chain_dim="run", extra_dims={"work_forward": ("particle", work)}
     )
     return compat.new_idata({GROUP: group})
+
+
+@pytest.fixture(scope="module")
+def rais(bar):
+    """Reverse-AIS results from the BAR run's works; like a real "rais" run they keep the
+    forward works too (the forward run tunes the kernels)."""
+    group = compat.get_group(bar, GROUP)
+    works = {name: ("particle", group[name].values) for name in ("work_forward", "work_reverse")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceWarning)
+        est = reverse_ais_log_evidence(works["work_reverse"][1])
+    return compat.new_idata({GROUP: estimate_to_dataset(est, chain_dim="run", extra_dims=works)})
 
 
 @pytest.fixture(autouse=True)
@@ -136,7 +148,7 @@ def test_beta_trace_draws_on_given_axes(ct):
         plot_beta_trace(ct, axes=[given[0]])
 
 
-@pytest.mark.parametrize("name", ["ct", "st", "bar", "ais"])
+@pytest.mark.parametrize("name", ["ct", "st", "bar", "ais", "rais"])
 def test_running_log_z_ends_at_the_stored_estimate(name, request):
     idata = request.getfixturevalue(name)
     ax = plot_running_log_z(idata, n_points=12, reference=EXACT)

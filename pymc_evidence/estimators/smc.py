@@ -272,8 +272,8 @@ def _run_messages(log_z: np.ndarray, n_runs: int) -> list[str]:
     out = []
     if n_runs < 2:
         out.append(
-            "a single SMC run gives no spread over runs, so the standard error is NaN; use "
-            "n_runs >= 2 (the i.i.d. proxy in the diagnostics is only a lower bound)"
+            "a single SMC run gives no spread over runs: the standard error is only the"
+            " i.i.d. variance proxy (a lower bound), or NaN without one; use n_runs >= 2"
         )
     if np.any(log_z == -np.inf):
         out.append(
