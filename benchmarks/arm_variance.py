@@ -92,9 +92,9 @@ def repeat(density, draw, n_particles, settings, reps):
         rng = np.random.default_rng(seed)
         log_z, info = run_resample_move(density, draw(n_particles, rng), rng, settings)
         out["log_z"].append(log_z)
-        out["moves"].append(info["n_particle_moves"])
-        out["proxy"].append(info["variance_proxy"])
-        out["counts"].append(info["n_particles"][1:])
+        out["moves"].append(info.n_particle_moves)
+        out["proxy"].append(info.variance_proxy)
+        out["counts"].append(info.n_particles[1:])
     return {key: np.asarray(value, dtype=float) for key, value in out.items()}
 
 

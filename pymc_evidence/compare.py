@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
+from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results.schema import log_evidence
 
@@ -216,7 +216,7 @@ def compare(
     log_z = np.array([estimates[name].log_z for name in names], dtype=np.float64)
     se = np.array([estimates[name].se for name in names], dtype=np.float64)
     log_post = log_z + log_prior
-    post = np.exp(log_post - logsumexp(log_post))
+    post = np.exp(normalize_log_weights(log_post))
     best = int(np.argmax(log_z))
     d_log_z = log_z[best] - log_z
     d_se = np.hypot(se[best], se)

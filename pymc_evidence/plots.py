@@ -35,7 +35,7 @@ import xarray as xr
 from .compat import get_group, group_names
 from .estimators.ct import ct_log_evidence
 from .estimators.diagnostics import EvidenceWarning
-from .estimators.noneq import ais_log_evidence, bar_log_evidence, reverse_ais_log_evidence
+from .estimators.noneq import works_log_evidence
 from .estimators.pooling import pool_chain_estimates
 from .estimators.record import EvidenceEstimate
 from .estimators.rts import rts_log_evidence
@@ -198,12 +198,12 @@ def _running_st(idata, ds, method, n_points):
 
 
 def _running_particles(idata, ds, method, n_points):
-    # every run stores the forward works (they tune the kernels), so pick by method
-    names = {"ais": ("work_forward",), "rais": ("work_reverse",)}
-    works = [ds[name].values for name in names.get(method, ("work_forward", "work_reverse"))]
-    estimator = {"ais": ais_log_evidence, "rais": reverse_ais_log_evidence}.get(method)
+    # every run stores the forward works (they tune the kernels): the method picks its own
+    works = [ds[name].values if name in ds else None for name in ("work_forward", "work_reverse")]
     sizes = _prefixes(ds.sizes["particle"], n_points, 4)
-    ests = [(estimator or bar_log_evidence)(*(w[:n] for w in works)) for n in sizes]
+    ests = [
+        works_log_evidence(method, *(None if w is None else w[:n] for w in works)) for n in sizes
+    ]
     return sizes, ests, "particles (independent runs)"
 
 

@@ -178,9 +178,9 @@ def test_forward_ais_conjugate_regression(advi_regression):
     estimate = _logmeanexp(-works)
     assert abs(estimate - case.log_z) < max(4 * se, 0.1)
     assert -np.mean(works) <= case.log_z + 4 * np.std(works) / np.sqrt(len(works))
-    assert np.all(np.isfinite(info["acceptance"][1:-1]))
-    assert np.nanmean(info["acceptance"]) > 0.3
-    assert info["ess"].shape == betas.shape and info["ess"][-1] > 50
+    assert np.all(np.isfinite(info.acceptance[1:-1]))
+    assert np.nanmean(info.acceptance) > 0.3
+    assert info.ess.shape == betas.shape and info.ess[-1] > 50
 
 
 def test_reverse_ais_from_exact_posterior(advi_regression):
@@ -191,9 +191,9 @@ def test_reverse_ais_from_exact_posterior(advi_regression):
     _, fwd = run_forward_ais(density, base, betas, 200, rng)
     x0 = rng.multivariate_normal(mean, cov, size=200)
     works_r, info = run_reverse_ais(
-        density, betas, x0, rng, step_sizes=fwd["step_sizes"], scale=fwd["scale"]
+        density, betas, x0, rng, step_sizes=fwd.step_sizes, scale=fwd.scale
     )
-    assert np.all(np.isfinite(info["acceptance"][1:-1]))
+    assert np.all(np.isfinite(info.acceptance[1:-1]))
     estimate = -_logmeanexp(works_r)
     w = np.exp(works_r - np.max(works_r))
     se = np.std(w) / np.mean(w) / np.sqrt(len(w))
@@ -209,7 +209,7 @@ def test_reverse_single_stage_is_harmonic_mean(regression):
     works_r, info = run_reverse_ais(density, [0.0, 1.0], x0, np.random.default_rng(0))
     log_f, log_q, _, _ = density(x0)
     np.testing.assert_allclose(works_r, -(log_f - log_q))
-    np.testing.assert_array_equal(info["x"], x0)
+    np.testing.assert_array_equal(info.x, x0)
 
 
 def test_adaptive_schedule_equal_thermodynamic_length():

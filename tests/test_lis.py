@@ -174,9 +174,9 @@ def test_engine_unbiased_with_poor_mixing(kernel):
     log_rbar, _ = run_lis(Gauss1D(), betas, post, rng, direction="reverse", **settings)
     mean, se = _mean_ratio(log_rbar, -LOG_C)
     assert abs(mean - 1.0) < 4 * se and se < 0.02, (mean, se)
-    assert info["acceptance"].shape == (4,) and np.all(info["acceptance"] < 0.95)
-    assert info["log_factors"].shape == (n, 3)
-    np.testing.assert_allclose(info["log_factors"].sum(axis=1), log_r)
+    assert info.acceptance.shape == (4,) and np.all(info.acceptance < 0.95)
+    assert info.log_factors.shape == (n, 3)
+    np.testing.assert_allclose(info.log_factors.sum(axis=1), log_r)
 
 
 def test_engine_independent_end_chains_unbiased():
@@ -188,7 +188,7 @@ def test_engine_independent_end_chains_unbiased():
     log_r, info = run_lis(Gauss1D(), betas, x0, rng, **settings)
     mean, se = _mean_ratio(log_r, LOG_C)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
-    assert np.isnan(info["acceptance"][0]) and np.isfinite(info["acceptance"][1:]).all()
+    assert np.isnan(info.acceptance[0]) and np.isfinite(info.acceptance[1:]).all()
 
     def base_sampler(m, gen):
         return gen.normal(size=(m, 1))
@@ -199,11 +199,11 @@ def test_engine_independent_end_chains_unbiased():
     )
     mean, se = _mean_ratio(log_rbar, -LOG_C)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
-    assert np.isnan(info_r["acceptance"][0]) and np.isfinite(info_r["acceptance"][1:]).all()
+    assert np.isnan(info_r.acceptance[0]) and np.isfinite(info_r.acceptance[1:]).all()
     # Link diagnostics: betas order, forward sign (estimates of log Z_{k+1}/Z_k) both ways.
-    assert info["link_log_ratio"].sum() == pytest.approx(np.mean(log_r))
-    assert info_r["link_log_ratio"].sum() == pytest.approx(-np.mean(log_rbar))
-    assert info["link_log_ratio"].sum() < LOG_C < info_r["link_log_ratio"].sum()
+    assert info.link_log_ratio.sum() == pytest.approx(np.mean(log_r))
+    assert info_r.link_log_ratio.sum() == pytest.approx(-np.mean(log_rbar))
+    assert info.link_log_ratio.sum() < LOG_C < info_r.link_log_ratio.sum()
 
 
 def test_engine_without_transitions_is_simple_importance_sampling():
@@ -214,7 +214,7 @@ def test_engine_without_transitions_is_simple_importance_sampling():
     )
     log_f, log_q, _, _ = Gauss1D()(x0)
     np.testing.assert_allclose(log_r, log_f - log_q, rtol=1e-12)
-    assert info["n_density_calls"] == 1
+    assert info.n_density_calls == 1
 
 
 def test_engine_argument_checks():
@@ -368,9 +368,9 @@ def test_regression_forward_reverse_bridged(regression):
     n, k, betas = 64, 20, np.linspace(0.0, 1.0, 6)
     settings = {
         "chain_length": k,
-        "step_sizes": interpolate_step_sizes(pilot["betas"], pilot["step_sizes"], betas),
+        "step_sizes": interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas),
         "n_leapfrog": 5,
-        "scale": pilot["scale"],
+        "scale": pilot.scale,
     }
     x0 = base.sample(n * (k + 1), rng).reshape(n, k + 1, 5)
     log_r, info = run_lis(density, betas, x0, rng, **settings)
@@ -385,9 +385,9 @@ def test_regression_forward_reverse_bridged(regression):
     # Stochastic bounds (generous MC allowance): E[log r] <= log Z <= -E[log rbar].
     assert forward.diagnostics["mean_log_r"] <= case.log_z + 0.1
     assert -reverse.diagnostics["mean_log_r"] >= case.log_z - 0.1
-    assert np.nansum(info["link_log_ratio"]) == pytest.approx(case.log_z, abs=0.5)
-    assert info["n_density_calls"] == 1 + 5 * k * 5  # iid chain 0, five HMC chains
-    assert np.all(info["link_ess"] > 1.0) and np.all(info_r["acceptance"][1:] > 0.2)
+    assert np.nansum(info.link_log_ratio) == pytest.approx(case.log_z, abs=0.5)
+    assert info.n_density_calls == 1 + 5 * k * 5  # iid chain 0, five HMC chains
+    assert np.all(info.link_ess > 1.0) and np.all(info_r.acceptance[1:] > 0.2)
 
 
 def test_beta_bernoulli_bridged():

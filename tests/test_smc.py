@@ -13,16 +13,15 @@ from pymc_evidence.base import GaussianBase, fit_base
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
 from pymc_evidence.engines.batched import batched_log_densities
 from pymc_evidence.engines.smc import SMCSettings, run_resample_move
-from pymc_evidence.estimators.diagnostics import EvidenceWarning, kish_ess
+from pymc_evidence.estimators.diagnostics import EvidenceWarning
+from pymc_evidence.estimators.logspace import kish_ess, residual_resample, systematic_resample
 from pymc_evidence.estimators.smc import (
     conditional_ess,
     log_increment,
     merge_log_weights,
     next_beta,
-    residual_resample,
     smc_log_evidence,
     smc_variance_proxy,
-    systematic_resample,
 )
 from pymc_evidence.testing import models as tm
 
@@ -147,8 +146,8 @@ def test_engine_exact_when_base_is_the_posterior(toy):
     settings = SMCSettings(schedule=COARSE, arm=True, n_moves=1)
     value, info = run_resample_move(density, base.sample(200, rng), rng, settings)
     assert abs(value - log_z) < 1e-10
-    np.testing.assert_allclose(info["gamma"][1:], 1.0)
-    assert np.all(info["n_particles"] == 200) and info["variance_proxy"] < 1e-20
+    np.testing.assert_allclose(info.gamma[1:], 1.0)
+    assert np.all(info.n_particles == 200) and info.variance_proxy < 1e-20
 
 
 def test_engine_determinism_and_arm_off_reproduces_smc(toy):

@@ -122,3 +122,52 @@ def test_bad_arguments(kwargs, match):
     base = pme.fit_base(model=case.model, random_seed=0)
     with pytest.raises(ValueError, match=match):
         pme.SimulatedTempering(base=base, model=case.model, **kwargs)
+
+
+def _st_trace(case, base, cores):
+    """A fresh stepper (6 levels, weights 2 nats off, blocks of 20), two chains, tuning kept."""
+    with case.model:
+        betas = np.linspace(0.0, 1.0, 6)
+        step = pme.SimulatedTempering(
+            base=base, betas=betas, log_zhat=betas * (base.log_zeta - 2), adapt_block=20
+        )
+        raw = pm.sample(
+            60,
+            tune=120,
+            step=step,
+            chains=2,
+            cores=cores,
+            random_seed=11,
+            discard_tuned_samples=False,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    return step, raw
+
+
+def _stats(raw, name):
+    """Warm-up then kept values of one statistic, shape (chain, tune + draws)."""
+    parts = [get_group(raw, g)[name].values for g in ("warmup_sample_stats", "sample_stats")]
+    return np.concatenate(parts, axis=1)
+
+
+def test_chains_independent_with_one_core():
+    """cores=1 runs the chains one after the other with one stepper: each chain must start
+    from the stepper's initial state (level, starting weights, fresh adaptation), exactly as
+    with cores=2, where every chain has its own copy of the stepper."""
+    case = tm.beta_bernoulli()
+    base = pme.fit_base(model=case.model, random_seed=1)
+    step, serial = _st_trace(case, base, cores=1)
+    _, parallel = _st_trace(case, base, cores=2)
+    start = float(step.betas[-1] * (base.log_zeta - 2))  # log Zhat_K - log Zhat_0 at start
+    norm = _stats(serial, "st_log_norm")
+    np.testing.assert_allclose(norm[:, 0], start, rtol=1e-12)  # both chains, first draw
+    assert np.ptp(norm[0]) > 0.1  # chain 0 did adapt its weights during tuning
+    np.testing.assert_array_equal(_stats(serial, "st_level"), _stats(parallel, "st_level"))
+    for name in ("st_log_norm", "st_delta", "step_size"):
+        np.testing.assert_allclose(_stats(serial, name), _stats(parallel, name), rtol=1e-8)
+    np.testing.assert_allclose(
+        get_group(serial, "posterior")["p"].values,
+        get_group(parallel, "posterior")["p"].values,
+        rtol=1e-8,
+    )

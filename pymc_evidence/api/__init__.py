@@ -1,4 +1,10 @@
-"""The user-facing functions: the only place where every layer meets."""
+"""The user-facing functions: wiring only.
+
+:func:`sample_evidence` builds one :class:`~pymc_evidence.problem.EvidenceProblem`, looks
+the method up in the registry (:mod:`pymc_evidence.methods`), runs it and assembles the
+result with :func:`~pymc_evidence.results.assemble.assemble_results`; the readers turn
+traces users sampled themselves into the same results.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,17 @@ import pymc as pm
 
 from ..base import model_space
 from ..compat import group_names
-from ..estimators.ct import base_moment_check
-from ..hygiene import check_model
+from ..methods import METHODS, get_method, resolve_options
+from ..methods.bridge import SPEC as BRIDGE_SPEC
+from ..methods.bridge import bridge_parts
+from ..methods.ct import moment_diagnostics
+from ..problem import EvidenceProblem, SamplingArgs
 from ..results import GROUP
 from ..results import log_evidence as _read_log_evidence
+from ..results.assemble import assemble_results
+from ..results.ct import ct_results, raw_ct_arrays
+from ..results.st import is_st_trace, st_results
 from ..transforms.tempering import ct_spec
-from .assemble import ct_results, raw_ct_arrays
-from .bridge import bridge_sampling, run_bridge
-from .ct import _unconstrained_draws, run_ct
-from .lis import run_lis_method
-from .particles import run_particles
-from .smc import SMC_METHODS, run_smc
-from .st import is_st_trace, run_st, st_results
 
 __all__ = [
     "METHODS",
@@ -27,40 +32,6 @@ __all__ = [
     "sample_evidence",
     "st_evidence",
 ]
-
-#: method name -> one-line description (shown in the error for an unknown method)
-METHODS = {
-    "ct": "continuous tempering, joint form: NUTS on the model extended by a temperature",
-    "gibbs_ct": "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
-    "st": "simulated tempering on a ladder of temperatures, Rao-Blackwellized (RTS) evidence",
-    "ais": "forward annealed importance sampling from the base (a stochastic lower bound)",
-    "rais": "reverse AIS from posterior draws to the base (a stochastic upper bound)",
-    "bar": "forward and reverse AIS combined by Bennett's acceptance ratio",
-    "smc": "tempered resample-move SMC from the base, adaptive schedule, batched HMC moves",
-    "arm": "resample-move SMC with adaptive particle counts on hard steps (ARM)",
-    "lis": "linked importance sampling (Neal), forward and reverse runs joined by a bridge",
-    "bridge": "bridge sampling (Meng-Wong optimal bridge) from NUTS posterior draws",
-}
-
-
-def rounds_initial_kind(rounds, base) -> str:
-    """How the run's first base was made (adaptation replaces it by refitted moments)."""
-    return rounds[0]["base_kind"] if rounds else base.kind
-
-
-def _moment_diagnostics(model, base, raw) -> dict:
-    """Eq. 22: w0-weighted moments of the draws against the base's known moments."""
-    from ..base import GaussianBase
-
-    if not isinstance(base, GaussianBase):
-        return {}
-    delta, _, _ = raw_ct_arrays(raw)
-    x = _unconstrained_draws(model_space(model), raw)
-    check = base_moment_check(x, delta, base.mean, base.cov)
-    return {
-        "base_moment_max_mean_z": float(check["max_mean_z"]),
-        "base_moment_max_var_z": float(check["max_var_z"]),
-    }
 
 
 def sample_evidence(
@@ -168,49 +139,33 @@ def sample_evidence(
     >>> bool(abs(est.log_z + 2.9957) < max(4 * est.se, 0.1))
     True
     """
-    if method not in METHODS:
-        options = ", ".join(f"{k!r} ({v})" for k, v in METHODS.items())
-        raise ValueError(f"unknown method {method!r}; choose one of: {options}")
-    model = pm.modelcontext(model)
-    check_model(model, potentials=method_options.get("potentials"))
-    for name, value in (("draws", draws), ("chains", chains)):
-        if int(value) < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
-    if int(tune) < 0:
-        raise ValueError(f"tune must be >= 0, got {tune}")
-    sampling = dict(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        random_seed=random_seed,
-        progressbar=progressbar,
+    spec = get_method(method)
+    options = resolve_options(spec, method_options)
+    sampling = SamplingArgs(
+        draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )
-    settings = {"draws": int(draws), "tune": int(tune), "chains": int(chains)}
-    if method in ("ais", "rais", "bar"):
-        return run_particles(model, method, **sampling, **method_options)
-    if method == "bridge":
-        return run_bridge(model, **sampling, **method_options)
-    if method == "lis":
-        return run_lis_method(model, **sampling, **method_options)
-    if method in SMC_METHODS:
-        return run_smc(model, method, **sampling, **method_options)
-    if method == "st":
-        raw, step = run_st(model, **sampling, **method_options)
-        settings["base_kind"] = step.base.kind
-        return st_results(raw, betas=step.betas, random_seed=random_seed, settings=settings)[0]
-    form = "joint" if method == "ct" else "gibbs"
-    raw, base, rounds = run_ct(model, form=form, **sampling, **method_options)
-    settings.update(base_kind=base.kind, base_initial_kind=rounds_initial_kind(rounds, base))
-    idata, _ = ct_results(
-        raw,
-        method=method,
+    reparam = options.pop("reparam")
+    if options.get("posterior") is not None:  # the user's draws are of the model as written
+        reparam = None
+    problem = EvidenceProblem.build(
+        model,
         random_seed=random_seed,
-        rounds=rounds,
-        diagnostics=_moment_diagnostics(model, base, raw),
-        settings=settings,
+        sampling=sampling,
+        potentials=options.pop("potentials"),
+        base=options.pop("base", "advi"),
+        base_kwargs=options.pop("base_kwargs", None),
+        reparam=reparam,
     )
-    return idata
+    result = spec.run(problem, options)
+    attrs = {
+        "draws": int(draws),
+        "tune": int(tune),
+        "chains": int(chains),
+        "random_seed_entropy": str(problem.seed.entropy),
+        "reparametrized": ",".join(problem.reparametrized),
+        **result.attrs,
+    }
+    return assemble_results(result.estimate, result.groups, layout=result.layout, attrs=attrs)
 
 
 def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
@@ -245,7 +200,7 @@ def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
     diagnostics = {}
     if ext is not None:
         spec = ct_spec(ext)
-        diagnostics = _moment_diagnostics(spec.source, spec.base, raw)
+        diagnostics = moment_diagnostics(model_space(spec.source), spec.base, raw)
     idata, _ = ct_results(raw, random_seed=random_seed, diagnostics=diagnostics)
     return idata
 
@@ -284,6 +239,97 @@ def st_evidence(raw, step=None, *, random_seed=None):
     """
     betas = None if step is None else step.betas
     return st_results(raw, betas=betas, random_seed=random_seed)[0]
+
+
+def bridge_sampling(
+    idata,
+    model: pm.Model | None = None,
+    *,
+    repetitions: int = 1,
+    proposal: str = "normal",
+    n_proposal: int | None = None,
+    random_seed=None,
+    maxiter: int = 1000,
+    tol: float = 1e-10,
+    potentials: str | None = None,
+):
+    """Marginal likelihood by bridge sampling from posterior draws you already have.
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        Results with a ``posterior`` group holding every free variable of ``model`` with
+        dims ``(chain, draw, ...)``, at least 8 draws per chain.
+    model : pm.Model, optional
+        The model the draws came from; taken from the context when omitted. Needs proper
+        priors and continuous free variables (see :func:`pymc_evidence.check_model`).
+    repetitions : int, default 1
+        Independent redraws of the proposal sample (the posterior halves stay the same).
+        With more than one, per-run estimates go on a ``run`` dimension, ``log_z`` is their
+        mean and ``se^2 = mean(re2_posterior) + max(mean(re2_proposal), var(runs)) / R``
+        (see :func:`~pymc_evidence.estimators.bridge.combine_bridge_runs`).
+    proposal : {"normal", "warp3"}
+        ``"normal"``: a Gaussian with the fitting half's mean and covariance in the
+        unconstrained space. ``"warp3"``: the posterior standardised by that mean and
+        covariance and symmetrised (Meng & Schilling 2002) against a standard normal,
+        better for skewed posteriors; it costs three model evaluations per proposal draw.
+    n_proposal : int, optional
+        Proposal draws per repetition; default the number of draws in the iteration half.
+    random_seed : int or Generator, optional
+        Seeds the proposal draws.
+    maxiter, tol : int, float
+        Of the Meng-Wong iteration: converged when the change of ``log Z`` is at most
+        ``tol * max(1, |log Z|)``. Non-convergence gives the last iterate with a warning,
+        ``diag_converged = 0`` and the warning stored in the group.
+    potentials : {None, "likelihood"}
+        As in :func:`pymc_evidence.check_model`.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        A copy of ``idata`` (same type, all groups kept) with a ``log_evidence`` group
+        (method ``"bridge"``; a previous one is replaced). Read it with
+        :func:`pymc_evidence.log_evidence`.
+
+    Notes
+    -----
+    The first half of each chain fits the proposal and the second half enters the iteration;
+    ``N1`` in the bridge weights is replaced by the median ESS of the iteration half over
+    coordinates, and the se is Frühwirth-Schnatter's (2004) relative error with the ESS of
+    the bridge function over chains. Per-chain estimates (each chain's half against all
+    proposal draws) are stored for ``repetitions=1``.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from pymc_evidence.testing import beta_bernoulli
+    >>> case = beta_bernoulli(n=20, heads=6)
+    >>> with case.model:
+    ...     idata = pm.sample(500, tune=500, chains=2, random_seed=1, progressbar=False)
+    ...     result = bridge_sampling(idata, random_seed=2)
+    >>> est = log_evidence(result)
+    >>> bool(abs(est.log_z - case.log_z) < max(4 * est.se, 0.1))
+    True
+    """
+    options = resolve_options(
+        BRIDGE_SPEC,
+        {
+            "repetitions": repetitions,
+            "proposal": proposal,
+            "n_proposal": n_proposal,
+            "maxiter": maxiter,
+            "tol": tol,
+            "potentials": potentials,
+        },
+    )
+    options.pop("reparam")
+    problem = EvidenceProblem.build(
+        model, random_seed=random_seed, potentials=options.pop("potentials"), base=None, reparam=None
+    )
+    result = bridge_parts(problem, idata, options)
+    return assemble_results(
+        result.estimate, result.groups, layout=result.layout, attrs=result.attrs
+    )
 
 
 def log_evidence(idata):

@@ -1,16 +1,26 @@
-"""Base densities in a model's raveled unconstrained space."""
+"""Base densities in a model's raveled unconstrained space.
+
+Every base (:class:`GaussianBase`, :class:`MixtureBase`, :class:`PriorBase`) implements
+:class:`BaseDensity`; callers never need to branch on which one they hold.
+"""
 
 from .advi import BaseFitError
-from .fit import BASE_METHODS, fit_base
-from .gaussian import GaussianBase, PriorBase
+from .fit import BASE_METHODS, COMBINE_METHODS, fit_base
+from .gaussian import BaseDensity, GaussianBase
+from .mixture import MixtureBase
+from .prior import PriorBase, prior_draws
 from .space import ModelSpace, model_space
 
 __all__ = [
     "BASE_METHODS",
+    "COMBINE_METHODS",
+    "BaseDensity",
     "BaseFitError",
     "GaussianBase",
+    "MixtureBase",
     "ModelSpace",
     "PriorBase",
     "fit_base",
     "model_space",
+    "prior_draws",
 ]

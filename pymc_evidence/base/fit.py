@@ -10,23 +10,16 @@ from scipy.special import logsumexp
 
 from ..hygiene import check_model
 from .advi import BaseFitError, evaluate_base, run_advi
-from .gaussian import GaussianBase, PriorBase, moment_match
-from .space import ModelSpace, model_space
+from .gaussian import GaussianBase, moment_match
+from .mixture import MixtureBase
+from .prior import PriorBase, prior_draws
+from .space import model_space
 
-__all__ = ["fit_base", "BASE_METHODS", "prior_draws"]
+__all__ = ["BASE_METHODS", "COMBINE_METHODS", "fit_base", "prior_draws"]
 
 BASE_METHODS = ("advi", "fullrank_advi", "prior")
-
-
-def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:
-    """``n`` draws from the model's prior, as raveled unconstrained vectors."""
-    from pymc.initial_point import make_initial_point_fn
-
-    fn = make_initial_point_fn(
-        model=space.model, default_strategy="prior", jitter_rvs=set(), return_transformed=True
-    )
-    seeds = np.random.default_rng(seed).integers(2**31, size=n)
-    return np.array([space.ravel(fn(int(s))) for s in seeds])
+#: How distinct ADVI restarts are combined: one moment-matched Gaussian, or a mixture.
+COMBINE_METHODS = ("moments", "mixture")
 
 
 def _one_fit(space, x0, fullrank, n_steps, learning_rate, n_eval, rng):
@@ -57,24 +50,43 @@ def _distinct(fits, tol):
     return kept
 
 
-def _combine(fits, space):
-    """Moment-match one Gaussian to the ELBO-weighted mixture of distinct fits (eq. 25)."""
-    log_weights = np.array([f.log_zeta for f in fits])
-    mean, cov = moment_match(log_weights, [f.mean for f in fits], [f.cov for f in fits])
-    info = {
+def _fit_info(fits) -> dict:
+    return {
         "n_components": len(fits),
-        "component_log_zeta": [float(v) for v in log_weights],
+        "component_log_zeta": [float(f.log_zeta) for f in fits],
         "component_elbo": [float(f.elbo) for f in fits],
     }
+
+
+def _combine_moments(fits, space):
+    """One Gaussian moment-matched to the evidence-weighted mixture of the fits (eq. 25)."""
+    log_weights = np.array([f.log_zeta for f in fits])
+    mean, cov = moment_match(log_weights, [f.mean for f in fits], [f.cov for f in fits])
     return GaussianBase.from_moments(
         mean,
         cov,
         log_zeta=float(logsumexp(log_weights)),
-        kind="mixture",
+        kind="merged",
         names=space.names,
         sizes=space.sizes,
         elbo=float(max(f.elbo for f in fits)),
-        info=info,
+        info=_fit_info(fits),
+    )
+
+
+def _combine_mixture(fits, space, n_eval, rng):
+    """The fits as a mixture with weights proportional to their evidence estimates
+    ``exp(log_zeta_k)``; its own ``log_zeta`` is the importance-sampling estimate with the
+    mixture as the proposal (the sum of the components' estimates double-counts the mass
+    where components overlap)."""
+    log_weights = np.array([f.log_zeta for f in fits])
+    base = MixtureBase.from_components(
+        fits, log_weights, log_zeta=0.0, names=space.names, sizes=space.sizes
+    )
+    stats = evaluate_base(space, base, n_eval, rng)
+    info = {**_fit_info(fits), **stats, "log_zeta_sum": float(logsumexp(log_weights))}
+    return base.with_values(
+        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
     )
 
 
@@ -85,10 +97,11 @@ def fit_base(
     n_steps: int | None = None,
     learning_rate: float = 0.05,
     n_eval: int = 1000,
+    combine: str = "moments",
     random_seed=None,
     potentials: str | None = None,
     model: pm.Model | None = None,
-) -> GaussianBase | PriorBase:
+) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
     Parameters
@@ -97,14 +110,22 @@ def fit_base(
         Mean-field ADVI, full-rank ADVI, or the model's own prior (power-posterior path).
     restarts : int
         Number of ADVI fits; the first starts at the model's initial point, the others at
-        prior draws. Distinct fits are combined into one Gaussian moment-matched to their
-        ELBO-weighted mixture (Graham & Storkey, eq. 25), which covers several modes.
+        prior draws. Fits whose means lie within half a standard deviation of a better one
+        are dropped; the distinct ones are combined as ``combine`` says.
     n_steps : int, optional
         ADVI iterations per fit (default 4000 mean-field, 6000 full-rank).
     learning_rate : float
         Adam's initial learning rate.
     n_eval : int
         Draws used for the fresh Monte Carlo ELBO and the importance-sampling ``log Z``.
+    combine : {"moments", "mixture"}
+        How several distinct fits are combined. Both weight fit ``k`` by its
+        importance-sampling evidence ``exp(log_zeta_k)`` (the posterior mass of its mode
+        when the modes are well separated). ``"moments"``: one Gaussian moment-matched to
+        that mixture (Graham & Storkey, eq. 25; ``kind="merged"``, ``log_zeta`` the sum
+        of the fits' evidence). ``"mixture"``: the mixture itself, a
+        :class:`~pymc_evidence.base.mixture.MixtureBase` whose ``log_zeta`` is re-estimated
+        by importance sampling from it. A single distinct fit is returned as it is.
     random_seed : int or Generator, optional
     potentials : {None, "likelihood"}
         How to read ``pm.Potential`` terms (see :func:`pymc_evidence.check_model`).
@@ -113,7 +134,7 @@ def fit_base(
 
     Returns
     -------
-    GaussianBase or PriorBase
+    GaussianBase, MixtureBase or PriorBase
         The base, with ``log_zeta`` set to the importance-sampling estimate of ``log Z``
         (at least as tight as the ELBO on average), and ``elbo``/``elbo_se`` recorded.
 
@@ -137,11 +158,13 @@ def fit_base(
         raise ValueError(f"method must be one of {BASE_METHODS}, got {method!r}")
     if restarts < 1:
         raise ValueError(f"restarts must be at least 1, got {restarts}")
+    if combine not in COMBINE_METHODS:
+        raise ValueError(f"combine must be one of {COMBINE_METHODS}, got {combine!r}")
     space = model_space(model)
     check_model(space.model, potentials=potentials)
     rng = np.random.default_rng(random_seed)
     if method == "prior":
-        return PriorBase(log_zeta=0.0, names=space.names, sizes=space.sizes)
+        return PriorBase.for_model(space.model)
     fullrank = method == "fullrank_advi"
     n_steps = n_steps or (6000 if fullrank else 4000)
     starts = [space.initial_x()]
@@ -164,6 +187,7 @@ def fit_base(
             restarts=restarts,
             learning_rate=learning_rate,
             n_eval=n_eval,
+            combine=combine,
             random_seed=rng,
             potentials=potentials,
             model=space.model,
@@ -175,4 +199,6 @@ def fit_base(
     distinct = _distinct(fits, tol=0.5)
     if len(distinct) == 1:
         return distinct[0]
-    return _combine(distinct, space)
+    if combine == "mixture":
+        return _combine_mixture(distinct, space, n_eval, rng)
+    return _combine_moments(distinct, space)

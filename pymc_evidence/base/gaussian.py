@@ -1,15 +1,108 @@
-"""Normalized Gaussian base densities in a model's raveled unconstrained space."""
+"""The base-density interface, and the normalized Gaussian base.
+
+Every base density of the package (:class:`GaussianBase`, :class:`~.mixture.MixtureBase`,
+:class:`~.prior.PriorBase`) implements :class:`BaseDensity`, so no caller needs to know which
+one it holds: numeric ``logp``/``sample``/``moments``/``scale`` on the model's raveled
+unconstrained space, and a graph side (``make_shared``/``assign``/``logp_graph``) from which
+the tempering transform, the batched particle densities and the tempered step methods build
+``log q`` once and update its parameters in place.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+import pytensor
+import pytensor.tensor as pt
 from scipy.linalg import solve_triangular
 
-__all__ = ["GaussianBase", "PriorBase", "moment_match"]
+__all__ = [
+    "BaseDensity",
+    "GaussianBase",
+    "assign_shared",
+    "make_shared",
+    "moment_match",
+    "safe_cholesky",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@runtime_checkable
+class BaseDensity(Protocol):
+    """What every base density offers (a structural type; nothing to inherit).
+
+    Attributes ``kind``, ``ndim``, ``names``, ``sizes``, ``log_zeta``, ``info``; numeric
+    methods ``logp(x)``, ``sample(n, rng)``, ``moments()``, the ``scale`` property and
+    ``with_values(**changes)``; graph methods ``make_shared()``, ``assign(shared)`` and
+    ``logp_graph(model, shared, x)``; ``structure``, which two bases share exactly when one
+    can be assigned into the shared variables made by the other.
+    """
+
+    kind: str
+    names: tuple
+    sizes: tuple
+    log_zeta: float
+    info: dict
+
+    @property
+    def ndim(self) -> int: ...  # noqa: D102
+
+    @property
+    def scale(self) -> np.ndarray: ...  # noqa: D102
+
+    @property
+    def structure(self) -> tuple: ...  # noqa: D102
+
+    def with_values(self, **changes): ...  # noqa: D102
+
+    def logp(self, x: np.ndarray) -> np.ndarray: ...  # noqa: D102
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray: ...  # noqa: D102
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]: ...  # noqa: D102
+
+    def make_shared(self) -> dict: ...  # noqa: D102
+
+    def assign(self, shared: dict) -> None: ...  # noqa: D102
+
+    def logp_graph(self, model, shared: dict, x): ...  # noqa: D102
+
+
+def make_shared(values: dict) -> dict:
+    """Shared variables (named ``base_<key>``) holding copies of ``values``."""
+    return {
+        key: pytensor.shared(np.array(value, dtype=np.float64), name=f"base_{key}")
+        for key, value in values.items()
+    }
+
+
+def assign_shared(shared: dict, values: dict, owner) -> None:
+    """Write ``values`` into ``shared``; refuse, before writing anything, when the keys or
+    shapes differ (a base of another type, dimension or number of components)."""
+    if set(shared) != set(values):
+        raise ValueError(
+            f"cannot assign a {type(owner).__name__} (parameters {sorted(values)}) into shared "
+            f"variables made for parameters {sorted(shared)}: the base type differs"
+        )
+    for key, value in values.items():
+        old = np.shape(shared[key].get_value(borrow=True))
+        if old != np.shape(value):
+            raise ValueError(
+                f"cannot assign a {type(owner).__name__} into shared variables of another "
+                f"structure: {key!r} has shape {np.shape(value)}, the graph expects {old} "
+                "(a different dimension or number of components needs a new graph)"
+            )
+    for key, value in values.items():
+        shared[key].set_value(np.array(value, dtype=np.float64))
+
+
+def _structure(base) -> tuple:
+    shapes = tuple(sorted((k, np.shape(v)) for k, v in base._shared_values.items()))
+    return (type(base).__name__, *shapes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,7 +117,8 @@ class GaussianBase:
     log_zeta : float
         The current guess of ``log Z`` that goes with this base (for tempering methods).
     kind : str
-        How it was obtained: ``"advi"``, ``"fullrank_advi"``, ``"mixture"``, ``"moments"``.
+        How it was obtained: ``"advi"``, ``"fullrank_advi"``, ``"merged"`` (moment-matched
+        to several ADVI fits), ``"moments"`` (from given moments or refitted to draws).
     names, sizes : tuple
         Layout of the space it lives on (value-variable names and sizes).
     elbo, elbo_se : float
@@ -36,8 +130,10 @@ class GaussianBase:
     --------
     >>> import numpy as np
     >>> base = GaussianBase(np.zeros(2), np.eye(2), log_zeta=0.0, kind="moments")
-    >>> float(base.logp(np.zeros((1, 2)))[0]) == -np.log(2 * np.pi)
+    >>> bool(base.logp(np.zeros((1, 2)))[0] == -np.log(2 * np.pi))
     True
+    >>> base.sample(5, np.random.default_rng(0)).shape, base.scale
+    ((5, 2), array([1., 1.]))
     """
 
     mean: np.ndarray
@@ -78,6 +174,11 @@ class GaussianBase:
         return np.sqrt(np.sum(self.chol**2, axis=1))
 
     @property
+    def scale(self) -> np.ndarray:
+        """Per-coordinate standard deviation (same as :attr:`std`)."""
+        return self.std
+
+    @property
     def is_diagonal(self) -> bool:
         """True when the covariance is diagonal."""
         return bool(np.all(self.chol == np.diag(np.diag(self.chol))))
@@ -97,31 +198,68 @@ class GaussianBase:
         eps = rng.standard_normal((n, self.ndim))
         return self.mean + eps @ self.chol.T
 
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, covariance)``."""
+        return self.mean.copy(), self.cov
+
     def with_values(self, **changes) -> GaussianBase:
         """A copy with some fields replaced."""
         return replace(self, **changes)
 
+    # -- graph side -----------------------------------------------------------------------
+    @cached_property
+    def _shared_values(self) -> dict:
+        d = self.ndim
+        return {
+            "log_zeta": np.float64(self.log_zeta),
+            "mean": self.mean,
+            "chol_inv": solve_triangular(self.chol, np.eye(d), lower=True),
+            "log_norm": np.float64(-self.log_det_chol() - 0.5 * d * _LOG_2PI),
+        }
+
+    @property
+    def structure(self) -> tuple:
+        """``("GaussianBase", parameter shapes...)``: equal for bases that can share a graph."""
+        return _structure(self)
+
+    def make_shared(self) -> dict:
+        """Shared variables holding ``log_zeta`` and the parameters (``mean``, ``chol_inv``,
+        ``log_norm``), set to this base's values."""
+        return make_shared(self._shared_values)
+
+    def assign(self, shared: dict) -> None:
+        """Write this base's parameters and ``log_zeta`` into ``shared`` (from
+        :meth:`make_shared` of a base of the same structure)."""
+        assign_shared(shared, self._shared_values, self)
+
+    def logp_graph(self, model, shared: dict, x):
+        """Symbolic normalized ``log q`` at the raveled value vector ``x`` (``model`` unused)."""
+        z = pt.dot(shared["chol_inv"], x - shared["mean"])
+        return -0.5 * pt.sum(z**2) + shared["log_norm"]
+
     @classmethod
     def from_moments(cls, mean, cov, *, log_zeta, kind="moments", jitter=1e-9, **kwargs):
         """Build a base from a mean and covariance (symmetrised, jittered if needed)."""
-        cov = np.atleast_2d(np.asarray(cov, dtype=float))
-        cov = 0.5 * (cov + cov.T)
-        scale = np.mean(np.diag(cov)) if cov.size else 1.0
-        for attempt in range(6):
-            try:
-                chol = np.linalg.cholesky(cov + (jitter * 10**attempt) * scale * np.eye(len(cov)))
-                break
-            except np.linalg.LinAlgError:
-                continue
-        else:
-            raise np.linalg.LinAlgError("covariance is not positive definite, even with jitter")
         return cls(
             mean=np.asarray(mean, dtype=float),
-            chol=chol,
+            chol=safe_cholesky(cov, jitter),
             log_zeta=float(log_zeta),
             kind=kind,
             **kwargs,
         )
+
+
+def safe_cholesky(cov, jitter: float = 1e-9) -> np.ndarray:
+    """Cholesky factor of a symmetrised covariance, with growing jitter when needed."""
+    cov = np.atleast_2d(np.asarray(cov, dtype=float))
+    cov = 0.5 * (cov + cov.T)
+    scale = np.mean(np.diag(cov)) if cov.size else 1.0
+    for attempt in range(6):
+        try:
+            return np.linalg.cholesky(cov + (jitter * 10**attempt) * scale * np.eye(len(cov)))
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("covariance is not positive definite, even with jitter")
 
 
 def moment_match(log_weights, means, covs):
@@ -141,31 +279,3 @@ def moment_match(log_weights, means, covs):
     mean = w @ means
     second = np.einsum("k,kij->ij", w, np.asarray(covs) + np.einsum("ki,kj->kij", means, means))
     return mean, second - np.outer(mean, mean)
-
-
-@dataclass(frozen=True, eq=False)
-class PriorBase:
-    """The model's own prior as the base density (the path is then the power posterior).
-
-    Parameters
-    ----------
-    log_zeta : float
-        Current guess of ``log Z``.
-    names, sizes : tuple
-        Layout of the space.
-    """
-
-    log_zeta: float = 0.0
-    names: tuple = ()
-    sizes: tuple = ()
-    kind: str = "prior"
-    info: dict = field(default_factory=dict)
-
-    @property
-    def ndim(self) -> int:
-        """Dimension of the space."""
-        return int(sum(self.sizes))
-
-    def with_values(self, **changes) -> PriorBase:
-        """A copy with some fields replaced."""
-        return replace(self, **changes)

@@ -16,10 +16,15 @@ from .ais import (
 from .batched import BatchedDensity, batched_log_densities
 from .hmc import Info, State, hmc_step, init_state, rwm_step
 from .lis import interpolate_step_sizes, run_lis
+from .records import AISInfo, LISInfo, ReverseAISInfo, SMCRunInfo
 
 __all__ = [
+    "AISInfo",
     "BatchedDensity",
     "Info",
+    "LISInfo",
+    "ReverseAISInfo",
+    "SMCRunInfo",
     "State",
     "adaptive_schedule",
     "batched_log_densities",

@@ -16,16 +16,17 @@ reverse path. Then ``logmeanexp(-W_f)`` is the AIS estimate, ``-logmeanexp(W_r)`
 reverse (RAISE) estimate, and ``-mean(W_f) <= log Z <= -mean(W_r)``.
 
 Kernels must be identical in both directions: the forward run tunes its step size *between*
-stages only and records the per-stage values in ``info["step_sizes"]``; pass them (and
-``info["scale"]``) to :func:`run_reverse_ais`.
+stages only and records the per-stage values in ``info.step_sizes``; pass them (and
+``info.scale``) to :func:`run_reverse_ais`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
+from ..estimators.logspace import kish_ess
 from .hmc import hmc_step, init_state
+from .records import AISInfo, ReverseAISInfo
 
 __all__ = [
     "adaptive_schedule",
@@ -85,7 +86,7 @@ def adaptive_schedule(pilot_betas, path_var, n: int) -> np.ndarray:
     pilot_betas : array_like, shape (m + 1,)
         The pilot's schedule.
     path_var : array_like, shape (m + 1,)
-        ``Var(u)`` at each pilot ``beta`` (e.g. :func:`run_forward_ais`'s ``info["path_var"]``);
+        ``Var(u)`` at each pilot ``beta`` (e.g. :func:`run_forward_ais`'s ``info.path_var``);
         ``nan`` entries are interpolated from their neighbours.
     n : int
         Stages of the new schedule.
@@ -146,12 +147,6 @@ def _weighted_var(values, log_w) -> float:
     return float(w @ (values[ok] - mean) ** 2)
 
 
-def _ess(log_w) -> float:
-    if not np.any(np.isfinite(log_w)):
-        return 0.0
-    return float(np.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w)))
-
-
 def _move(state, beta, density, step_size, n_leapfrog, n_steps, rng, scale):
     """``n_steps`` HMC steps at ``beta``; returns the state and the mean acceptance."""
     acc = []
@@ -175,7 +170,7 @@ def run_forward_ais(
     target_accept: float = 0.65,
     adapt_step_size: bool = True,
     x0: np.ndarray | None = None,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, AISInfo]:
     """Forward AIS from the base ``q`` to the model, with HMC kernels.
 
     Parameters
@@ -210,20 +205,17 @@ def run_forward_ais(
     -------
     works : ndarray, shape (n_particles,)
         Forward works ``W_f = -log w``; the AIS estimate is ``logmeanexp(-works)``.
-    info : dict
-        ``betas``; per-stage arrays of length ``K + 1`` (index ``t`` is the stage that
-        ends at ``betas[t]``, ``nan`` where undefined): ``acceptance`` (of the moves at
-        ``betas[t]``), ``step_sizes`` (used at ``betas[t]``), ``mean_increment`` (mean
-        ``(beta_t - beta_{t-1}) (log f - log q)``), ``ess`` (of the weights accumulated
-        so far), ``path_var`` (weighted variance of ``log f - log q`` under the particles
-        that represent ``pi_{betas[t]}``; see :func:`adaptive_schedule`); ``log_weights``,
-        final ``x``, ``scale``, ``n_leapfrog``, ``n_steps_per_stage``, ``n_density_calls``.
+    info : AISInfo
+        Per-stage acceptance, step sizes, mean increments, ESS and path variances; final
+        log weights and particles; the kernel settings (see
+        :class:`~pymc_evidence.engines.records.AISInfo`).
 
     Examples
     --------
     >>> import numpy as np, pymc as pm
     >>> from pymc_evidence.base import GaussianBase
     >>> from pymc_evidence.engines import batched_log_densities, sigmoidal_schedule
+    >>> from pymc_evidence.estimators.logspace import log_mean_exp
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0.0, 1.0)
     ...     _ = pm.Normal("y", mu, 1.0, observed=np.array([0.5]))
@@ -232,15 +224,15 @@ def run_forward_ais(
     >>> works, info = run_forward_ais(density, base, sigmoidal_schedule(20), 200,
     ...                               np.random.default_rng(0))
     >>> exact = -0.5 * np.log(2 * np.pi * 2) - 0.25 * 0.5**2
-    >>> bool(abs(logsumexp(-works) - np.log(200) - exact) < 0.05)
+    >>> bool(abs(log_mean_exp(-works) - exact) < 0.05)
     True
     """
     betas = _check_betas(betas)
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
     if isinstance(scale, str):
-        # a base without moments (the prior): the spread of the starting particles
-        scale = base.std if hasattr(base, "std") else np.maximum(np.std(x, axis=0), 1e-8)
+        # the base's per-coordinate spread (see BaseDensity.scale)
+        scale = base.scale
     calls0 = density.n_calls
     state = init_state(x, density)
     log_w = np.zeros(state.x.shape[0])
@@ -260,7 +252,7 @@ def run_forward_ais(
         inc = _increment(state, betas[t] - betas[t - 1])
         log_w = log_w + inc
         mean_inc[t] = float(np.mean(inc))
-        ess[t] = _ess(log_w)
+        ess[t] = kish_ess(log_w)
         if t == n_stages:
             break
         if fixed:
@@ -273,20 +265,20 @@ def run_forward_ais(
             eps *= 1.1 if acceptance[t] > target_accept else 0.9
     with np.errstate(invalid="ignore"):
         path_var[n_stages] = _weighted_var(state.log_f - state.log_q, log_w)
-    info = {
-        "betas": betas,
-        "acceptance": acceptance,
-        "step_sizes": step_sizes,
-        "mean_increment": mean_inc,
-        "ess": ess,
-        "path_var": path_var,
-        "log_weights": log_w,
-        "x": state.x,
-        "scale": scale,
-        "n_leapfrog": int(n_leapfrog),
-        "n_steps_per_stage": int(n_steps_per_stage),
-        "n_density_calls": density.n_calls - calls0,
-    }
+    info = AISInfo(
+        betas=betas,
+        acceptance=acceptance,
+        step_sizes=step_sizes,
+        mean_increment=mean_inc,
+        ess=ess,
+        path_var=path_var,
+        log_weights=log_w,
+        x=state.x,
+        scale=scale,
+        n_leapfrog=int(n_leapfrog),
+        n_steps_per_stage=int(n_steps_per_stage),
+        n_density_calls=density.n_calls - calls0,
+    )
     return -log_w, info
 
 
@@ -300,7 +292,7 @@ def pilot_schedule(
     n_pilot_stages: int | None = None,
     n_leapfrog: int = 10,
     scale="base",
-) -> tuple[np.ndarray, np.ndarray, dict]:
+) -> tuple[np.ndarray, np.ndarray, AISInfo]:
     """Choose a schedule and per-stage step sizes with a pilot forward run; freeze both.
 
     The pilot anneals the particles ``x0`` along a sigmoidal schedule of
@@ -314,7 +306,7 @@ def pilot_schedule(
     betas : ndarray, shape (n_stages + 1,)
     step_sizes : ndarray, shape (n_stages + 1,)
         ``nan`` at both ends (no kernel there).
-    info : dict
+    info : AISInfo
         The pilot's :func:`run_forward_ais` info.
     """
     m = int(n_pilot_stages) if n_pilot_stages else max(20, int(n_stages) // 4)
@@ -322,8 +314,8 @@ def pilot_schedule(
     _, info = run_forward_ais(
         density, base, pilot, x0.shape[0], rng, n_leapfrog=n_leapfrog, scale=scale, x0=x0
     )
-    betas = adaptive_schedule(pilot, info["path_var"], n_stages)
-    steps = np.interp(betas, pilot[1:-1], info["step_sizes"][1:-1])
+    betas = adaptive_schedule(pilot, info.path_var, n_stages)
+    steps = np.interp(betas, pilot[1:-1], info.step_sizes[1:-1])
     steps[0] = steps[-1] = np.nan
     return betas, steps, info
 
@@ -338,7 +330,7 @@ def run_reverse_ais(
     n_steps_per_stage: int = 1,
     *,
     scale=None,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, ReverseAISInfo]:
     """Reverse AIS: start at draws from the target and anneal back to the base.
 
     Parameters
@@ -351,11 +343,11 @@ def run_reverse_ais(
     rng : numpy.random.Generator
     step_sizes : float or ndarray, shape (K + 1,)
         Step size of the kernel at each ``betas[k]``; pass the forward run's
-        ``info["step_sizes"]`` so that the kernels are the same in both directions.
+        ``info.step_sizes`` so that the kernels are the same in both directions.
     n_leapfrog, n_steps_per_stage : int
         As in the forward run.
     scale : ndarray, shape (d,), optional
-        As in the forward run (its ``info["scale"]``).
+        As in the forward run (its ``info.scale``).
 
     Returns
     -------
@@ -363,11 +355,9 @@ def run_reverse_ais(
         Reverse works in the paper's convention, ``W_r = sum_k -(beta_{k+1} - beta_k)
         (log f - log q)(y_k)``; ``-logmeanexp(works)`` estimates ``log Z`` (biased high)
         and ``-mean(works)`` is an upper bound on it in expectation.
-    info : dict
-        ``betas``, ``acceptance`` and ``step_sizes`` (index ``k``: kernel at ``betas[k]``),
-        ``mean_increment`` (index ``k + 1``: mean log-weight increment
-        ``(beta_{k+1} - beta_k)(log f - log q)``), ``log_weights`` (``-works``), final
-        ``x``, ``n_density_calls``.
+    info : ReverseAISInfo
+        Per-stage acceptance, step sizes and mean increments; log weights (``-works``) and
+        final particles (see :class:`~pymc_evidence.engines.records.ReverseAISInfo`).
     """
     betas = _check_betas(betas)
     n_stages = betas.size - 1
@@ -386,13 +376,13 @@ def run_reverse_ais(
             state, acceptance[k] = _move(
                 state, betas[k], density, step_sizes[k], n_leapfrog, n_steps_per_stage, rng, scale
             )
-    info = {
-        "betas": betas,
-        "acceptance": acceptance,
-        "step_sizes": np.array(step_sizes),
-        "mean_increment": mean_inc,
-        "log_weights": log_w,
-        "x": state.x,
-        "n_density_calls": density.n_calls - calls0,
-    }
+    info = ReverseAISInfo(
+        betas=betas,
+        acceptance=acceptance,
+        step_sizes=np.array(step_sizes),
+        mean_increment=mean_inc,
+        log_weights=log_w,
+        x=state.x,
+        n_density_calls=density.n_calls - calls0,
+    )
     return -log_w, info

@@ -5,8 +5,10 @@ space at once. :func:`batched_log_densities` builds the single-point graphs of t
 joint log density ``log f`` (Jacobians included, as in :func:`pymc.Model.logp`) and of the
 normalized base log density ``log q`` on one flat vector, differentiates them with
 :func:`pytensor.grad`, and vectorizes the four outputs over the rows of a matrix with
-:func:`pytensor.graph.replace.vectorize_graph`. The result is compiled once per
-``(model, base)`` pair and cached.
+:func:`pytensor.graph.replace.vectorize_graph`. The result is compiled once per model and
+base *structure* (type, dimension, number of mixture components) and cached: the base's
+parameters live in shared variables, so a new base of the same structure (a refitted
+Gaussian, a new ``log zeta``) reuses the compiled function.
 
 Both gradients are returned separately (rather than the gradient of one tempered density):
 any point of the geometric path ``beta * log f + (1 - beta) * log q`` is then a cheap numpy
@@ -25,10 +27,10 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ..base._compile import compile_fn
-from ..base.gaussian import GaussianBase, PriorBase
+from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..estimators.diagnostics import EvidenceWarning
-from ..transforms.tempering import _assign, _shared_for, raveled_value_vars, tempered_terms
+from ..transforms.tempering import _check_layout, raveled_value_vars, tempered_terms
 
 __all__ = ["BatchedDensity", "batched_log_densities"]
 
@@ -46,7 +48,7 @@ class BatchedDensity:
     ----------
     space : ModelSpace
         The raveled unconstrained space of the model.
-    base : GaussianBase or PriorBase
+    base : BaseDensity
         The base density ``q``.
     vectorized : bool
         True when one compiled function evaluates all rows; False when it loops over rows
@@ -59,9 +61,10 @@ class BatchedDensity:
     """
 
     space: ModelSpace
-    base: GaussianBase | PriorBase
+    base: BaseDensity
     vectorized: bool
     _fn: object = field(repr=False)
+    _graph: dict = field(default_factory=dict, repr=False)
     n_calls: int = 0
     n_points: int = 0
     n_nonfinite: int = 0
@@ -94,6 +97,9 @@ class BatchedDensity:
         if x.shape[1] != self.ndim:
             raise ValueError(f"particles have dimension {x.shape[1]}, the model {self.ndim}")
         self.n_calls += 1
+        if self._graph and self._graph["base"] is not self.base:  # shared with another base
+            self.base.assign(self._graph["shared"])
+            self._graph["base"] = self.base
         if self.vectorized:
             out = self._fn(x)
         else:
@@ -120,13 +126,9 @@ class BatchedDensity:
         return beta * log_f + (1.0 - beta) * log_q
 
 
-def _single_point_graphs(model: pm.Model, base, space: ModelSpace):
+def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict):
     """Flat input vector and the graphs ``[log f, log q, grad f, grad q]`` on it."""
-    if not tuple(base.names):  # a base built by hand: it lives on this model's layout
-        base = base.with_values(names=space.names, sizes=space.sizes)
-    shared = _shared_for(base, space.ndim)
-    _assign(shared, base)
-    log_f, log_q = tempered_terms(model, base, shared)
+    log_f, log_q = tempered_terms(model, base, shared, names=space.names)
     flat = pt.vector("x", dtype="float64")
     replace, start = {}, 0
     value_vars = raveled_value_vars(model, space.names)
@@ -139,8 +141,8 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace):
     return flat, [log_f, log_q, *grads]
 
 
-def _compile(model: pm.Model, base, space: ModelSpace, vectorize: bool):
-    flat, outputs = _single_point_graphs(model, base, space)
+def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, vectorize: bool):
+    flat, outputs = _single_point_graphs(model, base, space, shared)
     if vectorize:
         try:
             xs = pt.matrix("xs", dtype="float64")
@@ -158,7 +160,7 @@ def _compile(model: pm.Model, base, space: ModelSpace, vectorize: bool):
 
 def batched_log_densities(
     model: pm.Model | None = None,
-    base: GaussianBase | PriorBase | None = None,
+    base: BaseDensity | None = None,
     *,
     vectorize: bool = True,
 ) -> BatchedDensity:
@@ -168,9 +170,11 @@ def batched_log_densities(
     ----------
     model : pm.Model, optional
         Taken from the context when omitted.
-    base : GaussianBase or PriorBase
+    base : GaussianBase, MixtureBase or PriorBase
         The normalized base density on the model's raveled unconstrained space. Its
-        parameters are frozen into the compiled function: a new base object compiles anew.
+        parameters are held in shared variables: bases of one structure (type, dimension,
+        number of components) share one compiled function, and each
+        :class:`BatchedDensity` writes its own base's values before evaluating.
     vectorize : bool, default True
         Vectorize over particles with :func:`~pytensor.graph.replace.vectorize_graph`. If
         False, or if vectorization fails (then with an :class:`EvidenceWarning`), rows are
@@ -199,14 +203,18 @@ def batched_log_densities(
     if base is None:
         raise ValueError("a base density is required (see pymc_evidence.fit_base)")
     space = model_space(model)
-    if isinstance(base, GaussianBase) and base.ndim != space.ndim:
-        raise ValueError(f"base has dimension {base.ndim}, the model {space.ndim}")
-    if tuple(base.names) and tuple(base.names) != space.names:
-        raise ValueError(f"base variables {base.names} differ from the model's {space.names}")
-    per_model = _CACHE.setdefault(model, weakref.WeakKeyDictionary())
-    key = (bool(vectorize),)
-    per_base = per_model.setdefault(base, {})
+    _check_layout(base, space)
+    per_model = _CACHE.setdefault(model, {"graphs": {}, "densities": weakref.WeakKeyDictionary()})
+    key = (bool(vectorize), base.structure)
+    per_base = per_model["densities"].setdefault(base, {})
     if key not in per_base:
-        vectorized, fn = _compile(model, base, space, vectorize)
-        per_base[key] = BatchedDensity(space=space, base=base, vectorized=vectorized, _fn=fn)
+        if key not in per_model["graphs"]:
+            shared = base.make_shared()
+            vectorized, fn = _compile(model, base, space, shared, vectorize)
+            graph = {"vectorized": vectorized, "fn": fn, "shared": shared, "base": base}
+            per_model["graphs"][key] = graph
+        graph = per_model["graphs"][key]
+        per_base[key] = BatchedDensity(
+            space=space, base=base, vectorized=graph["vectorized"], _fn=graph["fn"], _graph=graph
+        )
     return per_base[key]

@@ -33,10 +33,11 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from scipy import special
 
 from ..estimators.lis import lis_log_factors, log_bridge_ratios
+from ..estimators.logspace import kish_ess
 from .hmc import State, hmc_step, init_state, rwm_step
+from .records import LISInfo
 
 __all__ = ["interpolate_step_sizes", "run_lis"]
 
@@ -49,7 +50,7 @@ def interpolate_step_sizes(pilot_betas, pilot_step_sizes, betas) -> np.ndarray:
     Parameters
     ----------
     pilot_betas, pilot_step_sizes : array_like, shape (S,)
-        E.g. :func:`~.ais.run_forward_ais`'s ``info["betas"]`` and ``info["step_sizes"]``;
+        E.g. :func:`~.ais.run_forward_ais`'s ``info.betas`` and ``info.step_sizes``;
         ``nan`` entries (stages without moves) are skipped.
     betas : array_like, shape (n + 1,)
 
@@ -120,10 +121,7 @@ class _Chain:
 
     def link_ess(self) -> float:
         """Mean over runs of the Kish ESS of the selection weights (0 for an all-zero run)."""
-        lw = np.stack(self.lw, axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_ess = 2.0 * special.logsumexp(lw, axis=1) - special.logsumexp(2.0 * lw, axis=1)
-        return float(np.mean(np.where(np.isfinite(log_ess), np.exp(log_ess), 0.0)))
+        return float(np.mean(kish_ess(np.stack(self.lw, axis=1), axis=1)))
 
 
 def _transition(state, beta, eps, cfg, rng):
@@ -223,7 +221,7 @@ def run_lis(
     end_sampler=None,
     bridge: str = "geometric",
     log_ratio_guess=0.0,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, LISInfo]:
     """Independent linked importance sampling runs, one per particle, in lockstep.
 
     Parameters
@@ -271,15 +269,10 @@ def run_lis(
         :func:`~pymc_evidence.estimators.lis.lis_log_evidence`,
         :func:`~pymc_evidence.estimators.lis.reverse_lis_log_evidence` or
         :func:`~pymc_evidence.estimators.lis.bridged_log_evidence`.
-    info : dict
-        ``betas``, ``direction``; ``acceptance`` and ``step_sizes`` (shape (n + 1,), index
-        as ``betas``; ``nan`` where no kernel ran); per link ``k`` (``betas[k]`` to
-        ``betas[k+1]``, shape (n,)): ``link_log_ratio`` (mean over runs of the log factor,
-        forward sign: an estimate of ``log Z_{k+1}/Z_k``) and ``link_ess`` (mean Kish ESS,
-        out of ``K + 1``, of the link-selection weights); ``log_factors`` (run, n, in
-        ``betas`` order, the run's own sign, rows sum to ``log_r``); ``x`` (a uniformly
-        chosen state of each run's last chain); ``n_zero_runs``, ``n_density_calls``,
-        ``chain_length``, ``kernel``, ``n_leapfrog``, ``n_steps``, ``scale``.
+    info : LISInfo
+        Per-temperature acceptance and step sizes, per-link log ratios and link ESS, each
+        run's log factors, a state of each run's last chain and the settings, all in
+        ``betas`` order (see :class:`~pymc_evidence.engines.records.LISInfo`).
 
     Examples
     --------
@@ -336,8 +329,8 @@ def run_lis(
             ess[j] = chain.link_ess()
         link = chain.pick
     log_factors = lis_log_factors(num, den)
+    cfg["n_density_calls"] = density.n_calls - calls0
     info = _info(log_factors, link, betas, direction, acc, ess, eps, lengths, cfg)
-    info["n_density_calls"] = density.n_calls - calls0
     return log_factors.sum(axis=1), info
 
 
@@ -353,7 +346,7 @@ def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
     )
 
 
-def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> dict:
+def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> LISInfo:
     """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
     flip = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
@@ -362,19 +355,20 @@ def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> d
     count = ok.sum(axis=0)
     total = np.where(ok, factors, 0.0).sum(axis=0)
     link_log_ratio = np.where(count > 0, sign * total / np.maximum(count, 1), np.nan)
-    return {
-        "betas": betas,
-        "direction": direction,
-        "acceptance": acc[flip],
-        "step_sizes": np.where(np.isfinite(acc[flip]), eps[flip], np.nan),
-        "link_log_ratio": link_log_ratio,
-        "link_ess": ess[flip],
-        "log_factors": factors,
-        "x": last.x,
-        "n_zero_runs": int(np.sum(~np.isfinite(log_factors.sum(axis=1)))),
-        "chain_length": np.array(lengths[flip]),
-        "kernel": cfg["kernel"],
-        "n_leapfrog": cfg["n_leapfrog"],
-        "n_steps": cfg["n_steps"],
-        "scale": cfg["scale"],
-    }
+    return LISInfo(
+        betas=betas,
+        direction=direction,
+        acceptance=acc[flip],
+        step_sizes=np.where(np.isfinite(acc[flip]), eps[flip], np.nan),
+        link_log_ratio=link_log_ratio,
+        link_ess=ess[flip],
+        log_factors=factors,
+        x=last.x,
+        n_zero_runs=int(np.sum(~np.isfinite(log_factors.sum(axis=1)))),
+        chain_length=np.array(lengths[flip]),
+        kernel=cfg["kernel"],
+        n_leapfrog=cfg["n_leapfrog"],
+        n_steps=cfg["n_steps"],
+        scale=cfg["scale"],
+        n_density_calls=cfg["n_density_calls"],
+    )

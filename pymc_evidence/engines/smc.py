@@ -41,20 +41,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimators.diagnostics import kish_ess
-from ..estimators.smc import (
+from ..estimators.logspace import (
     RESAMPLING,
+    kish_ess,
+    normalize_log_weights,
+    resample_indices,
+)
+from ..estimators.smc import (
     conditional_ess,
     log_increment,
     merge_log_weights,
     next_beta,
-    normalize_log_weights,
-    resample_indices,
     smc_variance_proxy,
 )
 from .hmc import State, hmc_step, init_state
+from .records import STAGE_KEYS, SMCRunInfo
 
-__all__ = ["SMCSettings", "run_resample_move"]
+__all__ = ["STAGE_KEYS", "SMCSettings", "run_resample_move"]
 
 
 @dataclass(frozen=True)
@@ -196,21 +199,6 @@ class _Kernel:
             self.step_size *= float(np.exp(np.clip(change, -1.0, 1.0)))
 
 
-#: Per-stage records of :func:`run_resample_move` (``info[key]``, one value per stage).
-STAGE_KEYS = (
-    "beta",
-    "log_increment",
-    "ess",
-    "cess",
-    "gamma",
-    "n_particles",
-    "n_expansions",
-    "resampled",
-    "acceptance",
-    "step_size",
-)
-
-
 def _expand(kernel: _Kernel, state, log_w, log_ratio, d_beta, beta, gamma, acc):
     """ARM's generate loop: merged state, log weights and log increments, expansions, gamma."""
     s = kernel.settings
@@ -293,7 +281,7 @@ def run_resample_move(
     settings: SMCSettings | None = None,
     *,
     callback=None,
-) -> tuple[float, dict]:
+) -> tuple[float, SMCRunInfo]:
     """One run of tempered resample-move SMC (or ARM) from the base to the model.
 
     Parameters
@@ -312,17 +300,10 @@ def run_resample_move(
     -------
     log_z : float
         ``log Zhat`` of this run, the sum of the per-stage increments.
-    info : dict
-        Per-stage arrays of length ``S + 1`` (index ``t`` belongs to ``beta[t]``; index 0
-        is the start): ``beta``; ``log_increment``, ``ess`` (Kish, after reweighting),
-        ``cess`` (conditional ESS), ``gamma`` (ESS per particle that drove ARM),
-        ``n_particles`` (``R_n``, expansions included), ``n_expansions``, ``resampled``
-        (0/1) of the step that ends at ``beta[t]``; ``acceptance`` and ``step_size`` of the
-        HMC moves made at ``beta[t]`` (the last index: the final moves at ``beta = 1``).
-        Scalars: ``n_stages``, ``variance_proxy`` (see
-        :func:`~pymc_evidence.estimators.smc.smc_variance_proxy`), ``n_particle_moves``
-        (particles times HMC steps), ``n_density_calls``; ``x``: final equally weighted
-        particles, shape ``(R, d)``.
+    info : SMCRunInfo
+        Per-stage arrays (``beta``, increments, ESS, CESS, ``gamma``, particle counts,
+        expansions, resampling, acceptance, step size), the run's totals and its final
+        equally weighted particles (see :class:`~pymc_evidence.engines.records.SMCRunInfo`).
 
     Examples
     --------
@@ -337,7 +318,7 @@ def run_resample_move(
     >>> rng = np.random.default_rng(0)
     >>> log_z, info = run_resample_move(density, base.sample(500, rng), rng)
     >>> exact = -0.5 * np.log(2 * np.pi * 2) - 0.25 * 0.5**2
-    >>> bool(abs(log_z - exact) < 0.05), float(info["beta"][-1])
+    >>> bool(abs(log_z - exact) < 0.05), float(info.beta[-1])
     (True, 1.0)
     """
     s = settings or SMCSettings()
@@ -364,12 +345,13 @@ def run_resample_move(
         if callback is not None:
             callback(beta, len(rec["beta"]) - 1)
     state = _finish(kernel, state, log_w, rec)
-    info = {key: np.asarray(values, dtype=float) for key, values in rec.items()}
-    info.update(
+    stages = {key: np.asarray(values, dtype=float) for key, values in rec.items()}
+    info = SMCRunInfo(
+        **stages,
         n_stages=len(rec["beta"]) - 1,
-        variance_proxy=float(smc_variance_proxy(info["n_particles"][1:], info["cess"][1:])),
+        variance_proxy=float(smc_variance_proxy(stages["n_particles"][1:], stages["cess"][1:])),
         n_particle_moves=int(kernel.particle_moves),
         n_density_calls=int(density.n_calls - calls0),
         x=state.x,
     )
-    return float(np.nansum(info["log_increment"])), info
+    return float(np.nansum(info.log_increment)), info

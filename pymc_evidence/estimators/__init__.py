@@ -11,13 +11,23 @@ from .ct import (
     log_w1,
     sample_beta,
 )
-from .diagnostics import EvidenceWarning, evidence_messages, kish_ess
+from .diagnostics import EvidenceWarning, evidence_messages
 from .lis import (
     bridged_log_evidence,
     lis_log_evidence,
     lis_log_factors,
     log_bridge_ratios,
     reverse_lis_log_evidence,
+)
+from .logspace import (
+    emit_warnings,
+    kish_ess,
+    log_mean_exp,
+    log_mean_exp_se,
+    normalize_log_weights,
+    resample_indices,
+    residual_resample,
+    systematic_resample,
 )
 from .mcse import (
     chain_agreement_pvalue,
@@ -31,6 +41,7 @@ from .noneq import (
     bar_log_evidence,
     histogram_log_evidence,
     reverse_ais_log_evidence,
+    works_log_evidence,
 )
 from .record import EvidenceEstimate
 from .rts import (
@@ -61,6 +72,7 @@ __all__ = [
     "ct_log_evidence",
     "ct_weights",
     "default_ladder",
+    "emit_warnings",
     "ess_mean",
     "evidence_messages",
     "expected_beta",
@@ -70,13 +82,18 @@ __all__ = [
     "lis_log_evidence",
     "lis_log_factors",
     "log_bridge_ratios",
+    "log_mean_exp",
+    "log_mean_exp_se",
     "log_ratio_of_means",
     "log_w0",
     "log_w1",
     "mcse_mean",
     "naive_count_log_evidence",
+    "normalize_log_weights",
     "ratio_influence",
     "rb_thermodynamic_integration",
+    "resample_indices",
+    "residual_resample",
     "reverse_ais_log_evidence",
     "reverse_lis_log_evidence",
     "round_trips",
@@ -84,5 +101,7 @@ __all__ = [
     "rts_log_evidence",
     "rts_update",
     "sample_beta",
+    "systematic_resample",
     "validate_ladder",
+    "works_log_evidence",
 ]

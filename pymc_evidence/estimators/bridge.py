@@ -25,13 +25,11 @@ The warp-3 transform that makes a normal proposal fit skewed posteriors is in
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import stats
-from scipy.special import logsumexp
 
-from .diagnostics import EvidenceWarning
+from . import logspace
+from .logspace import log_mean_exp
 from .mcse import ess_mean
 from .record import EvidenceEstimate
 
@@ -45,10 +43,6 @@ __all__ = [
 
 #: Fewer effective posterior draws than this triggers a warning.
 N_EFF_MIN = 100.0
-
-
-def _logmeanexp(x: np.ndarray) -> float:
-    return float(logsumexp(x) - np.log(x.size))
 
 
 def _as_post(log_l, name: str) -> np.ndarray:
@@ -111,7 +105,7 @@ def bridge_iterate(log_l1, log_l2, log_s1, log_s2, *, maxiter=1000, tol=1e-10, l
     for n_iter in range(1, int(maxiter) + 1):
         num = l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)
         den = -np.logaddexp(log_s1 + l1, log_s2 + log_r)
-        new = _logmeanexp(num) - _logmeanexp(den)
+        new = log_mean_exp(num) - log_mean_exp(den)
         step = abs(new - log_r)
         log_r = new
         if step <= tol * max(1.0, abs(log_r)):
@@ -311,9 +305,8 @@ def bridge_log_evidence(
         "chain_disagreement": _chain_agreement(per_z, per_se, log_r),
     }
     messages = _messages(diag, maxiter, tol)
-    if emit_warnings:
-        for message in messages:
-            warnings.warn(message, EvidenceWarning, stacklevel=2)
+    if emit_warnings:  # the argument hides logspace.emit_warnings
+        logspace.emit_warnings(messages)
     return EvidenceEstimate(log_r, se, method, per_z, per_se, diag, tuple(messages))
 
 

@@ -28,12 +28,10 @@ where the target is impossible (``+inf``; eq. 20 then converges to
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy import special
 
-from .diagnostics import EvidenceWarning, evidence_messages, kish_ess
+from .diagnostics import evidence_messages
+from .logspace import emit_warnings, kish_ess, normalize_log_weights
 from .mcse import (
     _as_chains,
     chain_agreement_pvalue,
@@ -301,9 +299,7 @@ def ct_log_evidence(delta, log_zeta, *, method: str = "ct") -> EvidenceEstimate:
     lw0, lw1 = log_w0(d), log_w1(d)
     value, se, per_chain, per_chain_se = log_ratio_of_means(lw1, lw0)
     diag = _ct_diagnostics(d, lw0, lw1, value, per_chain, per_chain_se)
-    messages = evidence_messages(diag, se)
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=2)
+    messages = emit_warnings(evidence_messages(diag, se))
     return EvidenceEstimate(
         log_z=log_zeta + value,
         se=se,
@@ -311,7 +307,7 @@ def ct_log_evidence(delta, log_zeta, *, method: str = "ct") -> EvidenceEstimate:
         per_chain_log_z=log_zeta + per_chain,
         per_chain_se=per_chain_se,
         diagnostics=diag,
-        warnings=tuple(messages),
+        warnings=messages,
     )
 
 
@@ -336,7 +332,7 @@ def ct_weights(delta) -> np.ndarray:
     [0.645, 0.355]
     """
     lw1 = log_w1(_check_delta(delta)).ravel()
-    return np.exp(lw1 - special.logsumexp(lw1))
+    return np.exp(normalize_log_weights(lw1))
 
 
 def _zscore(diff: np.ndarray, se: np.ndarray) -> np.ndarray:

@@ -6,9 +6,8 @@ Pure numpy/scipy; nothing here knows about PyMC or xarray.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
-__all__ = ["EvidenceWarning", "kish_ess", "evidence_messages"]
+__all__ = ["EvidenceWarning", "evidence_messages"]
 
 #: Warning thresholds used by :func:`evidence_messages`.
 END_FRACTION_MIN = 0.01
@@ -26,32 +25,6 @@ class EvidenceWarning(UserWarning):
     them with :func:`warnings.warn` under this category, so they can be filtered or
     turned into errors (``warnings.simplefilter("error", EvidenceWarning)``).
     """
-
-
-def kish_ess(log_weights) -> float:
-    """Kish effective sample size ``(sum w)^2 / sum w^2`` of importance weights.
-
-    Parameters
-    ----------
-    log_weights : array_like
-        Logs of unnormalised, non-negative weights (any shape; ``-inf`` is a zero weight).
-
-    Returns
-    -------
-    float
-        Between 1 and the number of weights; ``0`` if every weight is zero.
-
-    Examples
-    --------
-    >>> round(kish_ess(np.zeros(10)), 6)
-    10.0
-    >>> round(kish_ess([0.0, 0.0, -np.inf, -np.inf]), 6)
-    2.0
-    """
-    lw = np.asarray(log_weights, dtype=float).ravel()
-    if lw.size == 0 or np.all(lw == -np.inf):
-        return 0.0
-    return float(np.exp(2.0 * special.logsumexp(lw) - special.logsumexp(2.0 * lw)))
 
 
 def evidence_messages(diag: dict, se: float) -> list[str]:
@@ -133,3 +106,4 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
             " the base end is not explored as it should be, so the estimate is unreliable"
         )
     return out
+

@@ -29,12 +29,10 @@ has ``log r = -inf``; ``nan`` is never accepted.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
-from scipy import special
 
-from .diagnostics import EvidenceWarning, kish_ess
+from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se
 from .noneq import bar_log_evidence
 from .record import EvidenceEstimate
 
@@ -115,12 +113,6 @@ def log_bridge_ratios(
     return np.where(np.isnan(to_from), -np.inf, to_from), np.where(np.isnan(to_to), -np.inf, to_to)
 
 
-def _log_mean(lw: np.ndarray) -> np.ndarray:
-    """Row-wise ``log mean exp`` of a (runs, states) array; ``-inf`` rows stay ``-inf``."""
-    with np.errstate(divide="ignore"):
-        return special.logsumexp(lw, axis=1) - np.log(lw.shape[1])
-
-
 def lis_log_factors(log_num, log_den) -> np.ndarray:
     """Per-run, per-link log factors of Neal's LIS estimate (eq. 9).
 
@@ -162,7 +154,7 @@ def lis_log_factors(log_num, log_den) -> np.ndarray:
             raise ValueError(f"link {j}: {num.shape[0]} runs in log_num, {den.shape[0]} in log_den")
         if np.any(np.isnan(num) | (num == np.inf)) or np.any(np.isnan(den) | (den == np.inf)):
             raise ValueError(f"link {j}: log bridge ratios must not be nan or +inf")
-        top, bottom = _log_mean(num), _log_mean(den)
+        top, bottom = log_mean_exp(num, axis=1), log_mean_exp(den, axis=1)
         if np.any(np.isfinite(top) & ~np.isfinite(bottom)):
             raise ValueError(f"link {j}: zero denominator with a non-zero numerator")
         with np.errstate(invalid="ignore"):
@@ -184,17 +176,10 @@ def _check_log_r(log_r, name: str) -> np.ndarray:
     return log_r
 
 
-def _emit(messages: list[str]) -> tuple[str, ...]:
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=3)
-    return tuple(messages)
-
-
 def _mean_runs(log_r: np.ndarray, label: str) -> tuple[float, float, dict, list[str]]:
     """Log of the mean of the unbiased run estimates, delta-method se, diagnostics, warnings."""
     n = log_r.size
-    value = float(special.logsumexp(log_r) - np.log(n))
-    se = float(np.std(np.exp(log_r - value), ddof=1) / np.sqrt(n))
+    value, se = log_mean_exp_se(log_r)
     finite = log_r[np.isfinite(log_r)]
     ess = kish_ess(log_r)
     diag = {
@@ -251,7 +236,7 @@ def lis_log_evidence(log_r_runs, *, method: str = "lis") -> EvidenceEstimate:
     """
     log_r = _check_log_r(log_r_runs, "log_r_runs")
     value, se, diag, messages = _mean_runs(log_r, "forward")
-    return EvidenceEstimate(value, se, method, log_r, np.empty(0), diag, _emit(messages))
+    return EvidenceEstimate(value, se, method, log_r, np.empty(0), diag, emit_warnings(messages))
 
 
 def reverse_lis_log_evidence(log_r_reverse, *, method: str = "reverse_lis") -> EvidenceEstimate:
@@ -281,7 +266,7 @@ def reverse_lis_log_evidence(log_r_reverse, *, method: str = "reverse_lis") -> E
     """
     log_r = _check_log_r(log_r_reverse, "log_r_reverse")
     value, se, diag, messages = _mean_runs(log_r, "reverse")
-    return EvidenceEstimate(-value, se, method, -log_r, np.empty(0), diag, _emit(messages))
+    return EvidenceEstimate(-value, se, method, -log_r, np.empty(0), diag, emit_warnings(messages))
 
 
 def bridged_log_evidence(

@@ -16,12 +16,10 @@ Pure numpy/scipy.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import optimize, special
 
-from .diagnostics import EvidenceWarning, kish_ess
+from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se
 from .record import EvidenceEstimate
 
 __all__ = [
@@ -30,6 +28,7 @@ __all__ = [
     "bar_log_evidence",
     "crossing_messages",
     "histogram_log_evidence",
+    "works_log_evidence",
 ]
 
 #: Warn when the Kish ESS of the AIS / RAIS weights is below this fraction of the runs ...
@@ -45,19 +44,6 @@ def _works(work, name: str) -> np.ndarray:
     if w.ndim != 1 or w.size < 2 or not np.all(np.isfinite(w)):
         raise ValueError(f"{name} must be a finite 1-D array of >= 2 works, got shape {w.shape}")
     return w
-
-
-def _emit(messages: list[str]) -> tuple[str, ...]:
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=3)
-    return tuple(messages)
-
-
-def _log_mean_exp_se(log_w: np.ndarray) -> tuple[float, float]:
-    """``log mean exp(log_w)`` and its delta-method se ``sd(w / mean w) / sqrt(n)``."""
-    value = float(special.logsumexp(log_w) - np.log(log_w.size))
-    se = float(np.std(np.exp(log_w - value), ddof=1) / np.sqrt(log_w.size))
-    return value, se
 
 
 def _ess_messages(log_w: np.ndarray, label: str) -> tuple[float, list[str]]:
@@ -100,7 +86,7 @@ def ais_log_evidence(work_f) -> EvidenceEstimate:
     (-1.0, 0.0, -1.0)
     """
     w = _works(work_f, "work_f")
-    value, se = _log_mean_exp_se(-w)
+    value, se = log_mean_exp_se(-w)
     ess, messages = _ess_messages(-w, "forward AIS")
     diag = {
         "n_runs": float(w.size),
@@ -109,7 +95,7 @@ def ais_log_evidence(work_f) -> EvidenceEstimate:
         "mean_work": float(w.mean()),
         "sd_work": float(w.std(ddof=1)),
     }
-    return EvidenceEstimate(value, se, "ais", -w, np.empty(0), diag, _emit(messages))
+    return EvidenceEstimate(value, se, "ais", -w, np.empty(0), diag, emit_warnings(messages))
 
 
 def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
@@ -139,7 +125,7 @@ def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
     (2.0, 2.0)
     """
     w = _works(work_r, "work_r")
-    value, se = _log_mean_exp_se(-w)
+    value, se = log_mean_exp_se(-w)
     ess, messages = _ess_messages(-w, "reverse AIS")
     diag = {
         "n_runs": float(w.size),
@@ -148,7 +134,7 @@ def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
         "mean_work": float(w.mean()),
         "sd_work": float(w.std(ddof=1)),
     }
-    return EvidenceEstimate(-value, se, "rais", w, np.empty(0), diag, _emit(messages))
+    return EvidenceEstimate(-value, se, "rais", w, np.empty(0), diag, emit_warnings(messages))
 
 
 def _bar_terms(log_z: float, wf: np.ndarray, wr: np.ndarray, m: float):
@@ -229,8 +215,7 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
     wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
     nf, nr = wf.size, wr.size
     m = float(np.log(nf / nr))
-    lz_f = float(special.logsumexp(-wf) - np.log(nf))
-    lz_r = float(np.log(nr) - special.logsumexp(-wr))
+    lz_f, lz_r = log_mean_exp(-wf), -log_mean_exp(-wr)
 
     def g(log_z: float) -> float:
         a, b = _bar_terms(log_z, wf, wr, m)
@@ -276,7 +261,8 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
         )
     if not converged:
         messages.append(f"BAR root finder did not converge in {maxiter} iterations")
-    return EvidenceEstimate(float(root), se, "bar", np.empty(0), np.empty(0), diag, _emit(messages))
+    messages = emit_warnings(messages)
+    return EvidenceEstimate(float(root), se, "bar", np.empty(0), np.empty(0), diag, messages)
 
 
 def histogram_log_evidence(
@@ -331,7 +317,8 @@ def histogram_log_evidence(
         "converged": float(converged),
     }
     messages = [] if converged else [f"histogram iteration did not converge in {maxiter} steps"]
-    return EvidenceEstimate(log_z, se, "histogram", np.empty(0), np.empty(0), diag, _emit(messages))
+    messages = emit_warnings(messages)
+    return EvidenceEstimate(log_z, se, "histogram", np.empty(0), np.empty(0), diag, messages)
 
 
 def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
@@ -351,8 +338,8 @@ def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
     1
     """
     wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
-    lz_f, se_f = _log_mean_exp_se(-wf)
-    lz_r, se_r = _log_mean_exp_se(-wr)
+    lz_f, se_f = log_mean_exp_se(-wf)
+    lz_r, se_r = log_mean_exp_se(-wr)
     lz_r = -lz_r
     gap, se = lz_f - lz_r, float(np.hypot(se_f, se_r))
     if gap > z * se:
@@ -362,3 +349,43 @@ def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
             "kernels differ), so the BAR estimate is biased beyond its se"
         ]
     return []
+
+
+def works_log_evidence(method: str, work_f=None, work_r=None) -> EvidenceEstimate:
+    """The estimate of a work-based method: ``"ais"``, ``"rais"`` or ``"bar"``.
+
+    Parameters
+    ----------
+    method : {"ais", "rais", "bar"}
+        :func:`ais_log_evidence` of ``work_f``, :func:`reverse_ais_log_evidence` of
+        ``work_r``, or :func:`bar_log_evidence` of both.
+    work_f, work_r : array_like, shape (run,), optional
+        Forward and (physical) reverse works, as in the module docstring; a work the method
+        does not use is ignored.
+
+    Returns
+    -------
+    EvidenceEstimate
+
+    Raises
+    ------
+    ValueError
+        For another method, or without the works the method needs.
+
+    Examples
+    --------
+    >>> works_log_evidence("rais", np.ones(10), np.full(10, 2.0)).log_z
+    2.0
+    """
+    needs = {"ais": ("forward",), "rais": ("reverse",), "bar": ("forward", "reverse")}
+    if method not in needs:
+        raise ValueError(f"method must be one of {tuple(needs)}, got {method!r}")
+    given = {"forward": work_f, "reverse": work_r}
+    missing = [name for name in needs[method] if given[name] is None]
+    if missing:
+        raise ValueError(f"method {method!r} needs the {' and '.join(missing)} works")
+    if method == "ais":
+        return ais_log_evidence(work_f)
+    if method == "rais":
+        return reverse_ais_log_evidence(work_r)
+    return bar_log_evidence(work_f, work_r)

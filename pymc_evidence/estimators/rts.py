@@ -17,12 +17,11 @@ The draws must come from a run with ``Zhat`` *frozen*; adaptation alternates sho
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import special
 
-from .diagnostics import ESS_W1_MIN, EvidenceWarning, evidence_messages, kish_ess
+from .diagnostics import ESS_W1_MIN, evidence_messages
+from .logspace import emit_warnings, kish_ess, log_mean_exp, normalize_log_weights
 from .mcse import (
     _as_chains,
     chain_agreement_pvalue,
@@ -107,7 +106,7 @@ def _vector(x, n: int, name: str) -> np.ndarray:
 def _log_r(log_r, n: int) -> np.ndarray:
     """Normalised ``log r`` of length ``n`` (uniform if ``None``)."""
     lr = np.zeros(n) if log_r is None else _vector(log_r, n, "log_r")
-    return lr - special.logsumexp(lr)
+    return normalize_log_weights(lr)
 
 
 def _setup(betas, log_zhat, log_r):
@@ -162,11 +161,11 @@ def _check_log_cond(log_cond, n: int) -> np.ndarray:
 
 def _log_c(lc: np.ndarray) -> np.ndarray:
     """``log c_k``: log of the mean of ``q(k | x)`` over all chains and draws."""
-    return special.logsumexp(lc, axis=(0, 1)) - np.log(lc.shape[0] * lc.shape[1])
+    return log_mean_exp(lc, axis=(0, 1))
 
 
 def _level_kish(lc: np.ndarray) -> np.ndarray:
-    """Kish ESS of the weights ``q(k | x)`` of each level (as :func:`~.diagnostics.kish_ess`)."""
+    """Kish ESS of the weights ``q(k | x)`` of each level (as :func:`~.logspace.kish_ess`)."""
     top = _log_c(lc)
     with np.errstate(invalid="ignore"):
         ess = np.exp(2 * top - _log_c(2 * lc) + np.log(lc.shape[0] * lc.shape[1]))
@@ -200,12 +199,8 @@ def _chain_max_z(value, per_chain, per_chain_se) -> float:
 
 def _record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
     """Add the shared messages, emit every message as an EvidenceWarning, build the record."""
-    messages = messages + evidence_messages(diag, se)
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=3)
-    return EvidenceEstimate(
-        float(value), se, method, per_chain, per_chain_se, diag, tuple(messages)
-    )
+    messages = emit_warnings(messages + evidence_messages(diag, se), stacklevel=4)
+    return EvidenceEstimate(float(value), se, method, per_chain, per_chain_se, diag, messages)
 
 
 def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> EvidenceEstimate:

@@ -14,52 +14,30 @@ xarray. Non-finite rule: a ``NaN`` log weight is an error here; the engines map 
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy.special import logsumexp
 
-from .diagnostics import EvidenceWarning, kish_ess
+from .logspace import (
+    checked_log_weights,
+    emit_warnings,
+    kish_ess,
+    log_mean_exp_se,
+    normalize_log_weights,
+)
 from .record import EvidenceEstimate
 
 __all__ = [
-    "RESAMPLING",
     "conditional_ess",
     "log_increment",
     "merge_log_weights",
     "next_beta",
-    "normalize_log_weights",
-    "resample_indices",
-    "residual_resample",
     "smc_log_evidence",
     "smc_variance_proxy",
-    "systematic_resample",
 ]
 
 #: Runs whose importance weights ``Z_r / sum Z`` have a Kish ESS below this fraction of the
 #: number of runs trigger a warning: the estimate then rests on one or two runs.
 RUN_ESS_MIN_FRACTION = 0.5
-
-
-def _log_weights(log_w, name: str = "log_w") -> np.ndarray:
-    lw = np.asarray(log_w, dtype=float).ravel()
-    if lw.size == 0 or np.any(np.isnan(lw)):
-        raise ValueError(f"{name} must be a non-empty array without NaN")
-    if np.all(lw == -np.inf):
-        raise ValueError(f"every weight in {name} is zero")
-    return lw
-
-
-def normalize_log_weights(log_w) -> np.ndarray:
-    """Log weights shifted so that their exponentials sum to one.
-
-    Examples
-    --------
-    >>> np.exp(normalize_log_weights([0.0, np.log(3.0)])).round(3).tolist()
-    [0.25, 0.75]
-    """
-    lw = _log_weights(log_w)
-    return lw - logsumexp(lw)
 
 
 def log_increment(log_w, log_incr) -> float:
@@ -77,7 +55,7 @@ def log_increment(log_w, log_incr) -> float:
     >>> round(log_increment(np.zeros(2), np.log([1.0, 3.0])), 6)  # log((1 + 3) / 2)
     0.693147
     """
-    lw, li = _log_weights(log_w), np.asarray(log_incr, dtype=float).ravel()
+    lw, li = checked_log_weights(log_w), np.asarray(log_incr, dtype=float).ravel()
     if li.shape != lw.shape or np.any(np.isnan(li)):
         raise ValueError("log_incr must match log_w in shape and hold no NaN")
     return float(logsumexp(lw + li) - logsumexp(lw))
@@ -163,51 +141,6 @@ def next_beta(beta: float, log_ratio, log_w, target: float, n_bisect: int = 60) 
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if fraction(mid) >= target else (lo, mid)
     return float(beta + (lo if lo > 0.0 else hi))
-
-
-def systematic_resample(log_w, n_out: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of ``n_out`` particles by systematic resampling (one uniform draw).
-
-    Examples
-    --------
-    >>> idx = systematic_resample(np.log([0.5, 0.25, 0.25]), 4, np.random.default_rng(0))
-    >>> np.bincount(idx, minlength=3).tolist()
-    [2, 1, 1]
-    """
-    w = np.exp(normalize_log_weights(log_w))
-    positions = (rng.random() + np.arange(int(n_out))) / int(n_out)
-    cumulative = np.cumsum(w)
-    cumulative[-1] = 1.0
-    return np.minimum(np.searchsorted(cumulative, positions, side="right"), w.size - 1)
-
-
-def residual_resample(log_w, n_out: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices by residual resampling: ``floor(n_out w~_r)`` copies, the rest multinomial.
-
-    Examples
-    --------
-    >>> idx = residual_resample(np.log([0.5, 0.3, 0.2]), 10, np.random.default_rng(0))
-    >>> np.bincount(idx, minlength=3).tolist()
-    [5, 3, 2]
-    """
-    w = np.exp(normalize_log_weights(log_w))
-    expected = int(n_out) * w
-    counts = np.floor(expected).astype(int)
-    rest = int(n_out) - int(counts.sum())
-    if rest > 0:
-        residual = expected - counts
-        counts += rng.multinomial(rest, residual / residual.sum())
-    return np.repeat(np.arange(w.size), counts)
-
-
-RESAMPLING = {"systematic": systematic_resample, "residual": residual_resample}
-
-
-def resample_indices(log_w, n_out: int, rng: np.random.Generator, method="systematic"):
-    """Dispatch to :func:`systematic_resample` or :func:`residual_resample`."""
-    if method not in RESAMPLING:
-        raise ValueError(f"resampling must be one of {tuple(RESAMPLING)}, got {method!r}")
-    return RESAMPLING[method](log_w, n_out, rng)
 
 
 def merge_log_weights(log_weight_sets) -> list[np.ndarray]:
@@ -340,8 +273,7 @@ def smc_log_evidence(
     if method not in ("smc", "arm"):
         raise ValueError(f"method must be 'smc' or 'arm', got {method!r}")
     n = log_z.size
-    value = float(logsumexp(log_z) - np.log(n))
-    se = float(np.std(np.exp(log_z - value), ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+    value, se = log_mean_exp_se(log_z)
     finite = log_z[np.isfinite(log_z)]
     diag = {
         "n_runs": float(n),
@@ -358,9 +290,7 @@ def smc_log_evidence(
         diag["spread_se"] = se
         se = float(np.fmax(se, diag["proxy_se"]))
     diag.update(diagnostics or {})
-    messages = _run_messages(log_z, n)
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=2)
+    messages = emit_warnings(_run_messages(log_z, n))
     return EvidenceEstimate(
         log_z=value,
         se=se,
@@ -368,5 +298,5 @@ def smc_log_evidence(
         per_chain_log_z=log_z,
         per_chain_se=per_run_se,
         diagnostics=diag,
-        warnings=tuple(messages),
+        warnings=messages,
     )

@@ -12,7 +12,7 @@ import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import Competence
 
-from ..base.gaussian import GaussianBase, PriorBase
+from ..base.gaussian import BaseDensity
 from ..estimators.ct import sample_beta
 from .tempered import initial_potential, tempered_density
 
@@ -34,7 +34,7 @@ class GibbsContinuousTempering(pm.NUTS):
 
     Parameters
     ----------
-    base : GaussianBase or PriorBase
+    base : GaussianBase, MixtureBase or PriorBase
         Normalized base density from :func:`pymc_evidence.fit_base`.
     log_zeta : float, optional
         Overrides ``base.log_zeta``.
@@ -71,7 +71,7 @@ class GibbsContinuousTempering(pm.NUTS):
         self,
         vars=None,
         *,
-        base: GaussianBase | PriorBase,
+        base: BaseDensity,
         log_zeta: float | None = None,
         potentials: str | None = None,
         beta_init: float = 0.5,
@@ -97,7 +97,7 @@ class GibbsContinuousTempering(pm.NUTS):
             **kwargs,
         )
 
-    def set_base(self, base: GaussianBase | PriorBase) -> None:
+    def set_base(self, base: BaseDensity) -> None:
         """Swap in a new base and ``log zeta`` (e.g. between adaptation rounds)."""
         if type(base) is not type(self.base):
             raise TypeError(f"cannot swap a {type(self.base).__name__} for {type(base).__name__}")

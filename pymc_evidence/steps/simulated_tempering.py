@@ -15,13 +15,15 @@ them into a ``level`` dimension.
 from __future__ import annotations
 
 import copy
+from dataclasses import field
 
 import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import Competence
+from pymc.step_methods.hmc.nuts import NUTSState
+from pymc.step_methods.state import dataclass_state
 
 from ..base.fit import fit_base
-from ..base.gaussian import GaussianBase
 from ..estimators.rts import (
     adaptation_converged,
     default_ladder,
@@ -31,12 +33,32 @@ from ..estimators.rts import (
 )
 from .tempered import initial_potential, tempered_density
 
-__all__ = ["SimulatedTempering", "q_stat_names"]
+__all__ = ["SimulatedTempering", "SimulatedTemperingState", "q_stat_names"]
 
 
 def q_stat_names(n_levels: int) -> list[str]:
     """Names of the per-level conditional-probability statistics."""
     return [f"st_q_{k}" for k in range(n_levels)]
+
+
+@dataclass_state
+class SimulatedTemperingState(NUTSState):
+    """Per-chain state of :class:`SimulatedTempering`, on top of NUTS's own.
+
+    PyMC saves a step's ``sampling_state`` before the first chain and restores it before
+    every chain it runs in the same process (``cores=1``); without these fields the level,
+    the adapted weights and the adaptation block of one chain leaked into the next.
+    The ladder and the target occupancies are frozen: a state only fits its own ladder.
+    """
+
+    betas: np.ndarray = field(metadata={"frozen": True})
+    log_r: np.ndarray = field(metadata={"frozen": True})
+    level: int
+    log_zhat: np.ndarray
+    _adapting: bool
+    _c_sum: np.ndarray
+    _n_block: int
+    _band_step_sizes: list
 
 
 class SimulatedTempering(pm.NUTS):
@@ -91,6 +113,7 @@ class SimulatedTempering(pm.NUTS):
     """
 
     name = "simulated_tempering"
+    _state_class = SimulatedTemperingState
 
     def __init__(
         self,
@@ -116,7 +139,7 @@ class SimulatedTempering(pm.NUTS):
             model, base, vars=vars, potentials=potentials, owner="SimulatedTempering"
         )
         self.base = base
-        power = 1.0 if isinstance(base, GaussianBase) else 4.0
+        power = 4.0 if base.kind == "prior" else 1.0
         self.betas = validate_ladder(default_ladder(n_levels, power) if betas is None else betas)
         n = self.betas.size
         self.log_r = np.full(n, -np.log(n)) if log_r is None else np.asarray(log_r, float)
@@ -150,6 +173,16 @@ class SimulatedTempering(pm.NUTS):
         self.level = 0
         self._reset_block()
         self._adapting = True
+
+    @property
+    def _band_step_sizes(self) -> list:
+        """Dual-averaging states of the step-size bands (part of the sampling state)."""
+        return [adapt.sampling_state for adapt in self._band_adapts]
+
+    @_band_step_sizes.setter
+    def _band_step_sizes(self, states) -> None:
+        for adapt, state in zip(self._band_adapts, states, strict=True):
+            adapt.sampling_state = state
 
     # -- adaptation of log Zhat during tuning ---------------------------------------------
     def _reset_block(self):

@@ -15,10 +15,10 @@ import pytensor
 from pymc.model.core import ValueGradFunction
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
-from ..base.gaussian import GaussianBase, PriorBase
+from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..hygiene import check_model
-from ..transforms.tempering import _assign, _check_layout, _shared_for, tempered_terms
+from ..transforms.tempering import _check_layout, _check_structure, tempered_terms
 
 __all__ = ["TemperedDensity", "tempered_density"]
 
@@ -34,6 +34,8 @@ class TemperedDensity:
         The inverse temperature the NUTS density is evaluated at.
     shared : dict
         Shared base parameters and ``log zeta`` (updated by :meth:`set_base`).
+    base : BaseDensity
+        The base whose values ``shared`` holds.
     logp_dlogp : ValueGradFunction
         ``beta log f + (1 - beta) log q`` and its gradient, for :class:`pymc.NUTS`.
     log_ratio : callable
@@ -45,10 +47,15 @@ class TemperedDensity:
     shared: dict
     logp_dlogp: object
     log_ratio: object
+    base: BaseDensity = None
 
-    def set_base(self, base) -> None:
-        """Assign new base parameters (and ``log zeta``) without recompiling."""
-        _assign(self.shared, base)
+    def set_base(self, base: BaseDensity) -> None:
+        """Assign new base parameters (and ``log zeta``) without recompiling; the base must
+        have the structure of the current one (``TypeError``/``ValueError`` otherwise)."""
+        _check_structure(self.base, base)
+        _check_layout(base, self.space)
+        base.assign(self.shared)
+        self.base = base
 
 
 def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner="step"):
@@ -59,19 +66,19 @@ def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner
     if vars is not None and {v.name for v in vars} != set(space.names):
         raise ValueError(f"{owner} must update all free variables at once")
     _check_layout(base, space)
-    shared = _shared_for(base, space.ndim)
-    _assign(shared, base)
+    shared = base.make_shared()
     beta_var = pytensor.shared(np.float64(beta), name=f"{owner}_beta")
-    log_f, log_q = tempered_terms(model, base, shared)
+    log_f, log_q = tempered_terms(model, base, shared, names=space.names)
     cost = beta_var * log_f + (1.0 - beta_var) * log_q
     vg = ValueGradFunction([cost], model.value_vars, {}, model=model, ravel_inputs=True)
     vg.trust_input = True
-    return TemperedDensity(space, beta_var, shared, vg, space.compile_raveled(log_f - log_q))
+    log_ratio = space.compile_raveled(log_f - log_q)
+    return TemperedDensity(space, beta_var, shared, vg, log_ratio, base)
 
 
-def initial_potential(base: GaussianBase | PriorBase, kwargs: dict):
-    """Add a diagonal mass-matrix start from the base's variances to NUTS ``kwargs``."""
-    if "potential" in kwargs or "scaling" in kwargs or not isinstance(base, GaussianBase):
+def initial_potential(base: BaseDensity, kwargs: dict):
+    """Add a diagonal mass-matrix start from the base's mean and ``scale`` to NUTS ``kwargs``."""
+    if "potential" in kwargs or "scaling" in kwargs:
         return kwargs
-    n = base.ndim
-    return {**kwargs, "potential": QuadPotentialDiagAdapt(n, base.mean.copy(), base.std**2, 10)}
+    mean, scale = base.moments()[0], base.scale
+    return {**kwargs, "potential": QuadPotentialDiagAdapt(mean.size, mean, scale**2, 10)}

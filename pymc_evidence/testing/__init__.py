@@ -10,6 +10,17 @@ Examples
 ...     print(f"{system.name:32s} {system.log_z:.6f}")
 """
 
+from pymc_evidence.testing.hard import (
+    HARD_MODELS,
+    bimodal_1d,
+    centred_radon_intercepts,
+    hierarchical_normal_cauchy,
+    noncentred_radon_intercepts,
+    phase_transition,
+    prior_conflict,
+    ring,
+    symmetric_mixture,
+)
 from pymc_evidence.testing.models import (
     ALL_MODELS,
     AnalyticModel,
@@ -30,4 +41,13 @@ __all__ = [
     "mixture_likelihood",
     "normalized_density",
     "registry",
+    "HARD_MODELS",
+    "bimodal_1d",
+    "centred_radon_intercepts",
+    "hierarchical_normal_cauchy",
+    "noncentred_radon_intercepts",
+    "phase_transition",
+    "prior_conflict",
+    "ring",
+    "symmetric_mixture",
 ]

@@ -20,13 +20,11 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 from pymc.model.fgraph import clone_model
 
-from ..base.gaussian import GaussianBase, PriorBase
+from ..base.gaussian import BaseDensity
 from ..base.space import model_space
 from ..hygiene import check_model
 
@@ -45,7 +43,7 @@ class CTSpec:
     """What an extended model needs to be read back: the source model, base and shared state."""
 
     source: pm.Model
-    base: GaussianBase | PriorBase
+    base: BaseDensity
     shared: dict
     names: tuple
 
@@ -53,24 +51,6 @@ class CTSpec:
     def log_zeta(self) -> float:
         """Current ``log zeta``."""
         return float(self.shared["log_zeta"].get_value())
-
-
-def _shared_for(base, d):
-    shared = {"log_zeta": pytensor.shared(np.float64(base.log_zeta), name="ct_shared_log_zeta")}
-    if isinstance(base, GaussianBase):
-        shared["mean"] = pytensor.shared(np.zeros(d), name="ct_base_mean")
-        shared["chol_inv"] = pytensor.shared(np.eye(d), name="ct_base_chol_inv")
-        shared["log_norm"] = pytensor.shared(np.float64(0.0), name="ct_base_log_norm")
-    return shared
-
-
-def _assign(shared, base):
-    shared["log_zeta"].set_value(np.float64(base.log_zeta))
-    if isinstance(base, GaussianBase):
-        d = base.ndim
-        shared["mean"].set_value(base.mean.copy())
-        shared["chol_inv"].set_value(np.linalg.inv(base.chol))
-        shared["log_norm"].set_value(np.float64(-base.log_det_chol() - 0.5 * d * np.log(2 * np.pi)))
 
 
 def raveled_value_vars(model, names):
@@ -83,18 +63,15 @@ def raveled_value_vars(model, names):
     return [by_name[name] for name in names]
 
 
-def _base_logp(model, shared, base):
-    """Symbolic normalized base log density on ``model``'s value variables."""
-    if isinstance(base, PriorBase):
-        return model.logp(vars=model.free_RVs, jacobian=True)
-    x = pt.concatenate([v.ravel() for v in raveled_value_vars(model, base.names)])
-    z = pt.dot(shared["chol_inv"], x - shared["mean"])
-    return -0.5 * pt.sum(z**2) + shared["log_norm"]
+def tempered_terms(model, base, shared, names=None):
+    """Symbolic ``(log f, log q)`` on ``model``'s value variables (no potentials added).
 
-
-def tempered_terms(model, base, shared):
-    """Symbolic ``(log f, log q)`` on ``model``'s value variables (no potentials added)."""
-    return model.logp(jacobian=True), _base_logp(model, shared, base)
+    ``shared`` comes from ``base.make_shared()``; ``names`` gives the raveling order when
+    the base carries no layout of its own (a base built by hand).
+    """
+    names = tuple(base.names) or tuple(names or ())
+    x = pt.concatenate([v.ravel() for v in raveled_value_vars(model, names)]) if names else None
+    return model.logp(jacobian=True), base.logp_graph(model, shared, x)
 
 
 def _check_layout(base, space):
@@ -104,12 +81,27 @@ def _check_layout(base, space):
             f"{list(zip(base.names, base.sizes, strict=True))} differ from the model's "
             f"{list(zip(space.names, space.sizes, strict=True))}"
         )
-    if isinstance(base, GaussianBase) and base.ndim != space.ndim:
+    if base.ndim and base.ndim != space.ndim:
         raise ValueError(f"base has dimension {base.ndim}, the model {space.ndim}")
 
 
+def _check_structure(old, new):
+    """Refuse a base that cannot be written into the shared variables of ``old``."""
+    if type(new) is not type(old):
+        raise TypeError(
+            f"cannot swap a {type(old).__name__} for a {type(new).__name__}: the compiled "
+            "graph has the old base's form; build a new model (or step) for the new base"
+        )
+    if new.structure != old.structure:
+        raise ValueError(
+            f"cannot swap a {type(old).__name__} of structure {old.structure} for one of "
+            f"structure {new.structure} (different dimension or number of components); "
+            "build a new model (or step) for the new base"
+        )
+
+
 def continuous_tempering(
-    base: GaussianBase | PriorBase,
+    base: BaseDensity,
     *,
     model: pm.Model | None = None,
     log_zeta: float | None = None,
@@ -119,7 +111,7 @@ def continuous_tempering(
 
     Parameters
     ----------
-    base : GaussianBase or PriorBase
+    base : GaussianBase, MixtureBase or PriorBase
         Normalized base density, from :func:`pymc_evidence.fit_base`.
     model : pm.Model, optional
         The model to extend; taken from the context when omitted. It is not modified.
@@ -140,7 +132,7 @@ def continuous_tempering(
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
-    ...     pm.Normal("y", mu, 1, observed=[0.3, -0.1])
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.3, -0.1])
     ...     base = pme.fit_base(random_seed=0)
     ...     ext = pme.continuous_tempering(base)
     >>> sorted(v.name for v in ext.free_RVs)
@@ -152,11 +144,10 @@ def continuous_tempering(
     _check_layout(base, space)
     if log_zeta is not None:
         base = base.with_values(log_zeta=float(log_zeta))
-    shared = _shared_for(base, space.ndim)
-    _assign(shared, base)
+    shared = base.make_shared()
     ext = clone_model(model)
     with ext:
-        log_f, log_q = tempered_terms(ext, base, shared)
+        log_f, log_q = tempered_terms(ext, base, shared, names=space.names)
         u = pm.Logistic(U_NAME, 0.0, 1.0, initval=0.0)
         beta = pm.Deterministic(BETA_NAME, pm.math.sigmoid(u))
         log_zeta_t = shared["log_zeta"]
@@ -176,10 +167,22 @@ def ct_spec(ext: pm.Model) -> CTSpec:
         raise ValueError("this model was not built by pymc_evidence.continuous_tempering") from None
 
 
-def set_base(ext: pm.Model, base: GaussianBase | PriorBase) -> None:
-    """Replace the base and ``log zeta`` of an extended model in place (no recompilation)."""
+def set_base(ext: pm.Model, base: BaseDensity) -> None:
+    """Replace the base and ``log zeta`` of an extended model in place (no recompilation).
+
+    The new base must have the structure of the old one (same type, dimension and, for a
+    mixture, number of components): its values are written into the model's shared
+    variables, so functions compiled from ``ext`` before see the new base.
+
+    Raises
+    ------
+    TypeError
+        When the base is of another type.
+    ValueError
+        When it has another structure or layout.
+    """
     spec = ct_spec(ext)
-    if type(base) is not type(spec.base):
-        raise TypeError(f"cannot swap a {type(spec.base).__name__} for a {type(base).__name__}")
-    _assign(spec.shared, base)
+    _check_structure(spec.base, base)
+    _check_layout(base, model_space(spec.source))
+    base.assign(spec.shared)
     spec.base = base

@@ -1,29 +1,26 @@
-"""Turn a raw continuous-tempering trace into the results every method returns.
+"""Continuous-tempering traces in, evidence and results out.
 
 The raw trace of a CT run samples the *extended* target, so its draws are not posterior
 draws. This module computes the evidence, importance-resamples posterior draws by the
 ``w1`` weights, and lays out the groups of DESIGN.md: ``posterior`` (resampled),
 ``extended_posterior`` (raw draws with ``log_w0``/``log_w1``), ``sample_stats``,
-``observed_data`` and ``log_evidence``.
+``observed_data`` and ``log_evidence``; :func:`resample_posterior` serves simulated
+tempering too.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import replace
-
 import numpy as np
 import xarray as xr
 
-from ..compat import get_group, group_names, new_idata
-from ..estimators.ct import ct_log_evidence, log_w0, log_w1
-from ..estimators.diagnostics import EvidenceWarning, evidence_messages
-from ..results import estimate_to_dataset
+from ..compat import get_group, group_names
+from ..estimators.ct import beta_cdf, ct_log_evidence, log_w0, log_w1
+from ..estimators.logspace import systematic_resample
+from .assemble import assemble_results, checked, copied_groups, divergences
 
-__all__ = ["CT_PREFIX", "raw_ct_arrays", "ct_results", "resample_posterior"]
+__all__ = ["CT_PREFIX", "ct_parts", "ct_results", "raw_ct_arrays", "resample_posterior"]
 
 CT_PREFIX = "ct_"
-_COPIED_GROUPS = ("observed_data", "constant_data")
 N_BETA_BINS = 20
 
 
@@ -47,13 +44,9 @@ def raw_ct_arrays(raw) -> tuple[np.ndarray, float, str]:
     return np.asarray(delta, dtype=float), float(np.ravel(zeta)[0]), source
 
 
-def _systematic(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    positions = (rng.random() + np.arange(n)) / n
-    return np.minimum(np.searchsorted(np.cumsum(weights), positions), len(weights) - 1)
-
-
-def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng) -> xr.Dataset:
-    """Resample each chain's draws by ``exp(log_w)`` (systematic), keeping (chain, draw).
+def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng, note: str) -> xr.Dataset:
+    """Resample each chain's draws by ``exp(log_w)`` (systematic), keeping (chain, draw);
+    ``note`` (how the weights came about) is stored in the group's attributes.
 
     Chains are resampled separately so that chain-level diagnostics (R-hat) still reveal a
     chain that saw only part of the posterior.
@@ -62,8 +55,7 @@ def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng) -> xr.Data
     n_chain, n_draw = log_w.shape
     index = np.empty((n_chain, n_draw), dtype=int)
     for c in range(n_chain):
-        w = np.exp(log_w[c] - np.max(log_w[c]))
-        index[c] = _systematic(w / w.sum(), n_draw, rng)
+        index[c] = systematic_resample(log_w[c], n_draw, rng)
     out = {}
     for name in keep:
         values = posterior[name].values
@@ -74,56 +66,29 @@ def resample_posterior(posterior: xr.Dataset, log_w: np.ndarray, rng) -> xr.Data
     coords = {k: v for k, v in posterior.coords.items() if k not in ("chain", "draw")}
     ds = xr.Dataset(out, coords={**coords, "chain": posterior.chain, "draw": posterior.draw})
     ds.attrs = dict(posterior.attrs)
-    ds.attrs["pymc_evidence_note"] = "importance-resampled by w1 from the extended CT draws"
+    ds.attrs["pymc_evidence_note"] = note
     return ds
-
-
-def _sampler_diagnostics(raw) -> dict:
-    """Divergences after tuning, from PyMC's or nutpie's ``sample_stats``."""
-    if "sample_stats" not in group_names(raw):
-        return {}
-    stats = get_group(raw, "sample_stats")
-    name = "diverging" if "diverging" in stats else None
-    return {"n_divergences": float(np.sum(stats[name].values))} if name else {}
 
 
 def _beta_histogram(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rao-Blackwellized density of beta on a grid of bins: mean over draws of p(beta | x)."""
-    from ..estimators.ct import beta_cdf
-
     edges = np.linspace(0.0, 1.0, N_BETA_BINS + 1)
     flat = delta.ravel()
     cdf = np.stack([beta_cdf(np.full_like(flat, e), flat) for e in edges])
     return 0.5 * (edges[1:] + edges[:-1]), np.diff(cdf, axis=0).mean(axis=1)
 
 
-def ct_results(
-    raw,
-    *,
-    method: str | None = None,
-    random_seed=None,
-    rounds: list[dict] | None = None,
-    diagnostics: dict | None = None,
-    settings: dict | None = None,
-):
-    """Estimate ``log Z`` from a raw CT trace and assemble the returned container.
+def ct_parts(raw, *, method=None, rng=None, rounds=None, diagnostics=None, settings=None):
+    """Estimate ``log Z`` from a raw CT trace; returns ``(estimate, groups, layout, attrs)``
+    for :func:`~pymc_evidence.results.assemble.assemble_results`.
 
-    ``method`` defaults to ``"ct"`` for a joint-form trace, ``"gibbs_ct"`` for a Gibbs one.
-    Returns ``(idata, estimate)``.
+    ``method`` defaults to ``"ct"`` for a joint-form trace, ``"gibbs_ct"`` for a Gibbs one;
+    ``rng`` draws the importance resampling; ``rounds`` are the adaptation rounds' summaries.
     """
     delta, log_zeta, source = raw_ct_arrays(raw)
     method = method or ("ct" if source == "posterior" else "gibbs_ct")
     est = ct_log_evidence(delta, log_zeta, method=method)
-    extra_diag = {**(diagnostics or {}), **_sampler_diagnostics(raw)}
-    messages = evidence_messages(extra_diag, est.se)
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=3)
-    est = replace(
-        est,
-        diagnostics={**est.diagnostics, **extra_diag},
-        warnings=tuple(est.warnings) + tuple(messages),
-    )
-    rng = np.random.default_rng(random_seed)
+    est = checked(est, {**(diagnostics or {}), **divergences(raw)}, stacklevel=4)
     lw0, lw1 = log_w0(delta), log_w1(delta)
     raw_post = get_group(raw, "posterior")
     extended = raw_post.assign(
@@ -132,21 +97,28 @@ def ct_results(
     if source == "sample_stats":
         extended = extended.assign(ct_delta=(("chain", "draw"), delta))
     centers, density = _beta_histogram(delta)
-    extra = {
-        "beta_bin_center": ("beta_bin", centers),
-        "beta_density": ("beta_bin", density),
-    }
-    for key in ("log_zeta", "log_z", "se", "mean_beta", "ess_w1"):
-        if rounds:
-            extra[f"adapt_{key}"] = ("adapt_round", np.array([r[key] for r in rounds], float))
+    extra = {"beta_bin_center": ("beta_bin", centers), "beta_density": ("beta_bin", density)}
+    for key in ("log_zeta", "log_z", "se", "mean_beta", "ess_w1") if rounds else ():
+        extra[f"adapt_{key}"] = ("adapt_round", np.array([r[key] for r in rounds], float))
     attrs = {"log_zeta": log_zeta, "n_adapt_rounds": len(rounds or []), **(settings or {})}
+    rng = rng if rng is not None else np.random.default_rng()
+    note = "importance-resampled by w1 from the extended CT draws"
     groups = {
-        "posterior": resample_posterior(raw_post, lw1, rng),
+        "posterior": resample_posterior(raw_post, lw1, rng, note),
         "extended_posterior": extended,
-        "log_evidence": estimate_to_dataset(est, extra_dims=extra, attrs=attrs),
     }
-    available = group_names(raw)
-    for name in ("sample_stats", *_COPIED_GROUPS):
-        if name in available:
-            groups[name] = get_group(raw, name)
-    return new_idata(groups), est
+    if "sample_stats" in group_names(raw):
+        groups["sample_stats"] = get_group(raw, "sample_stats")
+    groups.update(copied_groups(raw))
+    return est, groups, {"extra_dims": extra}, attrs
+
+
+def ct_results(raw, *, random_seed=None, diagnostics: dict | None = None):
+    """Estimate ``log Z`` from a raw CT trace and assemble the results container.
+
+    Returns ``(idata, estimate)``; ``random_seed`` seeds the importance resampling.
+    """
+    est, groups, layout, attrs = ct_parts(
+        raw, rng=np.random.default_rng(random_seed), diagnostics=diagnostics
+    )
+    return assemble_results(est, groups, layout=layout, attrs=attrs), est

@@ -1,4 +1,4 @@
-"""Simulated tempering end to end: the step method's trace in, results out.
+"""Simulated-tempering traces in, evidence and results out.
 
 Every chain of a :class:`~pymc_evidence.SimulatedTempering` run adapts its own weights
 ``log Zhat`` during tuning, so the RTS estimate (eq. 12) is computed per chain, with that
@@ -9,21 +9,19 @@ chain's frozen weights, and the chains are pooled with equal weights
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
-import pymc as pm
 
-from ..base import model_space
-from ..compat import get_group, group_names, new_idata
-from ..estimators.diagnostics import EvidenceWarning, evidence_messages
+from ..compat import get_group, group_names
+from ..estimators.diagnostics import EvidenceWarning
 from ..estimators.pooling import pool_chain_estimates
 from ..estimators.rts import rb_thermodynamic_integration, round_trips, rts_log_evidence
-from ..results import estimate_to_dataset
-from ..steps.simulated_tempering import SimulatedTempering, q_stat_names
-from .assemble import _COPIED_GROUPS, _sampler_diagnostics, resample_posterior
-from .ct import _initvals, resolve_base
+from ..steps.simulated_tempering import q_stat_names
+from .assemble import assemble_results, checked, copied_groups, divergences
+from .ct import resample_posterior
 
-__all__ = ["is_st_trace", "run_st", "st_results"]
+__all__ = ["is_st_trace", "st_arrays", "st_parts", "st_results"]
 
 
 def is_st_trace(raw) -> bool:
@@ -66,12 +64,13 @@ def _per_chain(log_cond, delta, log_norm, betas):
     return estimates, ti
 
 
-def st_results(raw, *, betas=None, random_seed=None, settings: dict | None = None):
-    """Estimate ``log Z`` from a simulated-tempering trace and assemble the results.
+def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
+    """Estimate ``log Z`` from a simulated-tempering trace; returns ``(estimate, groups,
+    layout, attrs)`` for :func:`~pymc_evidence.results.assemble.assemble_results`.
 
-    Returns ``(idata, estimate)``. ``posterior`` holds the draws importance-resampled by
-    ``q(K-1 | x)`` (the Rao-Blackwellized weight of the target level), so every draw counts,
-    not only those that happened to sit at ``beta = 1``.
+    ``posterior`` holds the draws importance-resampled by ``q(K-1 | x)`` (the
+    Rao-Blackwellized weight of the target level), so every draw counts, not only those
+    that happened to sit at ``beta = 1``.
     """
     log_cond, delta, levels, log_norm, betas = st_arrays(raw, betas)
     per_chain, ti = _per_chain(log_cond, delta, log_norm, betas)
@@ -82,78 +81,42 @@ def st_results(raw, *, betas=None, random_seed=None, settings: dict | None = Non
         "ti_se": float(np.sqrt(np.sum([t.se**2 for t in ti])) / len(ti)),
         "min_round_trips": float(np.min(trips)),
         "c_max_abs_dev": float(max(e.diagnostics["c_max_abs_dev"] for e in per_chain)),
-        **_sampler_diagnostics(raw),
     }
-    est = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
-    extra = evidence_messages(est.diagnostics, est.se)
-    if np.min(trips) == 0:
-        extra.append("some chain made no round trip between beta = 0 and beta = 1")
-    messages = list(est.warnings) + [m for m in extra if m not in est.warnings]
-    for message in messages:
-        warnings.warn(message, EvidenceWarning, stacklevel=3)
-    est = type(est)(**{**est.__dict__, "warnings": tuple(messages)})
-    c_hat = np.exp(log_cond).mean(axis=(0, 1))
-    occupancy = np.bincount(levels.ravel(), minlength=n_levels) / levels.size
+    pooled = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
+    extra = ["some chain made no round trip between beta = 0 and beta = 1"] * (trips.min() == 0)
+    quiet = replace(pooled, warnings=())  # the chains' warnings are emitted here, once
+    diagnostics = {**pooled.diagnostics, **divergences(raw)}
+    est = checked(quiet, diagnostics, [*pooled.warnings, *extra], stacklevel=4)
     extra_dims = {
         "beta": ("level", betas),
-        "c_hat": ("level", c_hat),
+        "c_hat": ("level", np.exp(log_cond).mean(axis=(0, 1))),
         "r": ("level", np.full(n_levels, 1.0 / n_levels)),
-        "occupancy": ("level", occupancy),
+        "occupancy": ("level", np.bincount(levels.ravel(), minlength=n_levels) / levels.size),
         "round_trips": ("chain", trips.astype(float)),
         "log_zhat_top": ("chain", log_norm),
     }
-    attrs = {"n_levels": int(n_levels), **(settings or {})}
-    stats = get_group(raw, "sample_stats")
-    q_names = q_stat_names(n_levels)
     raw_post = get_group(raw, "posterior")
     extended = raw_post.assign(
         st_level=(("chain", "draw"), levels),
         st_delta=(("chain", "draw"), delta),
         st_log_q=(("chain", "draw", "level"), log_cond),
     )
-    rng = np.random.default_rng(random_seed)
+    rng = rng if rng is not None else np.random.default_rng()
+    note = "importance-resampled by q(beta = 1 | x) from the simulated-tempering draws"
     groups = {
-        "posterior": resample_posterior(raw_post, log_cond[..., -1], rng),
+        "posterior": resample_posterior(raw_post, log_cond[..., -1], rng, note),
         "extended_posterior": extended,
-        "sample_stats": stats.drop_vars(q_names),
-        "log_evidence": estimate_to_dataset(est, extra_dims=extra_dims, attrs=attrs),
+        "sample_stats": get_group(raw, "sample_stats").drop_vars(q_stat_names(n_levels)),
+        **copied_groups(raw),
     }
-    for name in _COPIED_GROUPS:
-        if name in group_names(raw):
-            groups[name] = get_group(raw, name)
-    return new_idata(groups), est
+    attrs = {"n_levels": int(n_levels), **(settings or {})}
+    return est, groups, {"extra_dims": extra_dims}, attrs
 
 
-def run_st(
-    model,
-    *,
-    draws,
-    tune,
-    chains,
-    cores,
-    random_seed,
-    progressbar,
-    base="advi",
-    base_kwargs: dict | None = None,
-    potentials: str | None = None,
-    **step_options,
-):
-    """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`; returns (raw, step)."""
-    rng = np.random.default_rng(random_seed)
-    base = resolve_base(base, model, rng, potentials=potentials, base_kwargs=base_kwargs)
-    step = SimulatedTempering(base=base, potentials=potentials, model=model, **step_options)
-    seed = int(rng.integers(2**31))
-    initvals = _initvals(model_space(model), base, chains, np.random.default_rng(seed), False)
-    raw = pm.sample(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        step=step,
-        initvals=initvals,
-        random_seed=seed,
-        progressbar=progressbar,
-        compute_convergence_checks=False,
-        model=model,
-    )
-    return raw, step
+def st_results(raw, *, betas=None, random_seed=None):
+    """Estimate ``log Z`` from a simulated-tempering trace and assemble the results.
+
+    Returns ``(idata, estimate)``; ``random_seed`` seeds the importance resampling.
+    """
+    est, groups, layout, attrs = st_parts(raw, betas=betas, rng=np.random.default_rng(random_seed))
+    return assemble_results(est, groups, layout=layout, attrs=attrs), est

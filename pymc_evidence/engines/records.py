@@ -1,0 +1,227 @@
+"""Info records of the particle engines: what one run of AIS, reverse AIS, LIS or SMC reports.
+
+Frozen dataclasses (the ``Info`` half of blackjax's ``State``/``Info`` pair, one per run):
+a consumer reads ``info.step_sizes``. Arrays are not copied, so treat them as read-only;
+records compare by identity (``eq=False``), since their fields are arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["AISInfo", "LISInfo", "ReverseAISInfo", "SMCRunInfo", "STAGE_KEYS"]
+
+
+@dataclass(frozen=True, eq=False)
+class AISInfo:
+    """What one forward AIS run (:func:`~.ais.run_forward_ais`) reports.
+
+    Per-stage arrays have length ``K + 1``: index ``t`` is the stage that ends at
+    ``betas[t]``, ``nan`` where undefined.
+
+    Attributes
+    ----------
+    betas : ndarray, shape (K + 1,)
+        The schedule, from 0 to 1.
+    acceptance : ndarray, shape (K + 1,)
+        Mean acceptance of the HMC moves at ``betas[t]``.
+    step_sizes : ndarray, shape (K + 1,)
+        HMC step size used at ``betas[t]``; pass it to :func:`~.ais.run_reverse_ais`.
+    mean_increment : ndarray, shape (K + 1,)
+        Mean log-weight increment ``(beta_t - beta_{t-1}) (log f - log q)``.
+    ess : ndarray, shape (K + 1,)
+        Kish ESS of the weights accumulated up to ``betas[t]``.
+    path_var : ndarray, shape (K + 1,)
+        Weighted variance of ``log f - log q`` under the particles that represent
+        ``pi_{betas[t]}`` (see :func:`~.ais.adaptive_schedule`).
+    log_weights : ndarray, shape (n,)
+        Final log importance weights, ``-works``.
+    x : ndarray, shape (n, d)
+        Final particles.
+    scale : ndarray, shape (d,), or None
+        Diagonal kernel scale; pass it to :func:`~.ais.run_reverse_ais`.
+    n_leapfrog : int
+        Leapfrog steps per HMC trajectory.
+    n_steps_per_stage : int
+        HMC steps at each intermediate ``beta``.
+    n_density_calls : int
+        Batched density calls of the run.
+    """
+
+    betas: np.ndarray
+    acceptance: np.ndarray
+    step_sizes: np.ndarray
+    mean_increment: np.ndarray
+    ess: np.ndarray
+    path_var: np.ndarray
+    log_weights: np.ndarray
+    x: np.ndarray
+    scale: np.ndarray | None
+    n_leapfrog: int
+    n_steps_per_stage: int
+    n_density_calls: int
+
+
+@dataclass(frozen=True, eq=False)
+class ReverseAISInfo:
+    """What one reverse AIS run (:func:`~.ais.run_reverse_ais`) reports.
+
+    Attributes
+    ----------
+    betas : ndarray, shape (K + 1,)
+        The forward schedule (the run walks it from 1 down to 0).
+    acceptance : ndarray, shape (K + 1,)
+        Index ``k``: mean acceptance of the kernel at ``betas[k]`` (``nan`` at the ends).
+    step_sizes : ndarray, shape (K + 1,)
+        Index ``k``: step size of the kernel at ``betas[k]``.
+    mean_increment : ndarray, shape (K + 1,)
+        Index ``k + 1``: mean log-weight increment ``(beta_{k+1} - beta_k)(log f - log q)``.
+    log_weights : ndarray, shape (n,)
+        ``-works``.
+    x : ndarray, shape (n, d)
+        Final particles (at the base end).
+    n_density_calls : int
+        Batched density calls of the run.
+    """
+
+    betas: np.ndarray
+    acceptance: np.ndarray
+    step_sizes: np.ndarray
+    mean_increment: np.ndarray
+    log_weights: np.ndarray
+    x: np.ndarray
+    n_density_calls: int
+
+
+@dataclass(frozen=True, eq=False)
+class LISInfo:
+    """What one batch of linked importance sampling runs (:func:`~.lis.run_lis`) reports.
+
+    Arrays are in ``betas`` order whatever the direction; link ``k`` joins ``betas[k]``
+    and ``betas[k + 1]``.
+
+    Attributes
+    ----------
+    betas : ndarray, shape (n + 1,)
+        The schedule, from 0 to 1.
+    direction : {"forward", "reverse"}
+    acceptance : ndarray, shape (n + 1,)
+        Mean acceptance of the kernel at ``betas[k]`` (``nan`` where no kernel ran).
+    step_sizes : ndarray, shape (n + 1,)
+        Step size of the kernel at ``betas[k]`` (``nan`` where no kernel ran).
+    link_log_ratio : ndarray, shape (n,)
+        Mean over runs of the log factor of link ``k``, forward sign: an estimate of
+        ``log Z_{k+1} / Z_k``.
+    link_ess : ndarray, shape (n,)
+        Mean Kish ESS, out of ``K + 1``, of the link-selection weights.
+    log_factors : ndarray, shape (run, n)
+        Each run's log factors, in its own sign; rows sum to ``log_r``.
+    x : ndarray, shape (run, d)
+        A uniformly chosen state of each run's last chain.
+    n_zero_runs : int
+        Runs whose estimate is exactly zero.
+    chain_length : ndarray of int, shape (n + 1,)
+        ``K``: transitions per chain.
+    kernel : {"hmc", "rwm"}
+    n_leapfrog : int
+        Leapfrog steps of one HMC trajectory.
+    n_steps : int
+        Kernel steps per transition.
+    scale : ndarray, shape (d,), or None
+        Diagonal kernel scale.
+    n_density_calls : int
+        Batched density calls of the run.
+    """
+
+    betas: np.ndarray
+    direction: str
+    acceptance: np.ndarray
+    step_sizes: np.ndarray
+    link_log_ratio: np.ndarray
+    link_ess: np.ndarray
+    log_factors: np.ndarray
+    x: np.ndarray
+    n_zero_runs: int
+    chain_length: np.ndarray
+    kernel: str
+    n_leapfrog: int
+    n_steps: int
+    scale: np.ndarray | None
+    n_density_calls: int
+
+
+#: The per-stage fields of :class:`SMCRunInfo`, in order.
+STAGE_KEYS = (
+    "beta",
+    "log_increment",
+    "ess",
+    "cess",
+    "gamma",
+    "n_particles",
+    "n_expansions",
+    "resampled",
+    "acceptance",
+    "step_size",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class SMCRunInfo:
+    """What one resample-move SMC / ARM run (:func:`~.smc.run_resample_move`) reports.
+
+    Per-stage arrays (the fields named in :data:`STAGE_KEYS`) have length ``S + 1``:
+    index ``t`` belongs to ``beta[t]``, index 0 is the start.
+
+    Attributes
+    ----------
+    beta : ndarray, shape (S + 1,)
+        The schedule the run took, from 0 to 1.
+    log_increment : ndarray, shape (S + 1,)
+        Estimate of ``log Z_t / Z_{t-1}`` of the step that ends at ``beta[t]``.
+    ess : ndarray, shape (S + 1,)
+        Kish ESS after reweighting.
+    cess : ndarray, shape (S + 1,)
+        Conditional ESS of the step.
+    gamma : ndarray, shape (S + 1,)
+        ESS per particle that drove ARM.
+    n_particles : ndarray, shape (S + 1,)
+        ``R_n``, ARM expansions included.
+    n_expansions : ndarray, shape (S + 1,)
+        ARM expansions of the step.
+    resampled : ndarray, shape (S + 1,)
+        1.0 where the step ended with resampling, else 0.0.
+    acceptance : ndarray, shape (S + 1,)
+        Mean acceptance of the HMC moves at ``beta[t]`` (the last index: the final moves
+        at ``beta = 1``).
+    step_size : ndarray, shape (S + 1,)
+        HMC step size of those moves.
+    n_stages : int
+        ``S``.
+    variance_proxy : float
+        The i.i.d. variance proxy of ``log Zhat``
+        (:func:`~pymc_evidence.estimators.smc.smc_variance_proxy`).
+    n_particle_moves : int
+        Particles times HMC steps.
+    n_density_calls : int
+        Batched density calls of the run.
+    x : ndarray, shape (R, d)
+        Final, equally weighted particles.
+    """
+
+    beta: np.ndarray
+    log_increment: np.ndarray
+    ess: np.ndarray
+    cess: np.ndarray
+    gamma: np.ndarray
+    n_particles: np.ndarray
+    n_expansions: np.ndarray
+    resampled: np.ndarray
+    acceptance: np.ndarray
+    step_size: np.ndarray
+    n_stages: int
+    variance_proxy: float
+    n_particle_moves: int
+    n_density_calls: int
+    x: np.ndarray

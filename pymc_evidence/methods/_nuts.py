@@ -1,0 +1,50 @@
+"""Starting NUTS from the base: initial values and the initial mass matrix.
+
+The tempering methods (``ct``, ``gibbs_ct``, ``st``) sample a density that at ``beta = 0``
+is the base, so the base's draws are good starting points and its variances a good first
+diagonal mass matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
+
+__all__ = ["initvals_from_base", "potential_from_base"]
+
+#: Variance of the standard logistic distribution (the prior of the CT variable ``u``).
+_LOGISTIC_VAR = np.pi**2 / 3.0
+
+
+def initvals_from_base(problem, chains: int, *, with_u: bool) -> list[dict]:
+    """One starting point per chain, each an exact base draw (seeded by stream ``"init"``);
+    ``with_u`` adds a standard logistic start for the CT variable ``ct_u``."""
+    rng = problem.rng("init")
+    points = []
+    for x in problem.base_draws(chains, rng):
+        point = problem.space.constrain(x)
+        if with_u:
+            point["ct_u"] = np.asarray(rng.logistic())
+        points.append(point)
+    return points
+
+
+def potential_from_base(base, model) -> QuadPotentialDiagAdapt:
+    """NUTS's initial diagonal mass matrix from the base, in ``model``'s value-variable order
+    (variables the base does not know, like ``ct_u``, start at the logistic variance)."""
+    mean, _ = base.moments()
+    var = base.scale**2
+    offsets = np.cumsum((0,) + tuple(base.sizes))
+    where = {name: slice(offsets[i], offsets[i + 1]) for i, name in enumerate(base.names)}
+    point = model.initial_point()
+    means, variances = [], []
+    for v in model.value_vars:
+        if v.name in where:
+            means.append(mean[where[v.name]])
+            variances.append(var[where[v.name]])
+        else:
+            size = np.size(point[v.name])
+            means.append(np.zeros(size))
+            variances.append(np.full(size, _LOGISTIC_VAR))
+    mean, var = np.concatenate(means), np.concatenate(variances)
+    return QuadPotentialDiagAdapt(mean.size, mean, var, 10)

@@ -1,0 +1,88 @@
+"""What the particle methods (ais, rais, bar, lis, smc, arm) share beyond the engines.
+
+Reverse-direction runs start from posterior draws (the user's or the problem's internal
+NUTS run); forward runs end with weighted particles that are resampled into ``posterior``;
+every run is checked for divergences in its starting draws, non-finite densities met by the
+kernels, and forward/reverse works that cross.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..compat import get_group
+from ..estimators.logspace import systematic_resample
+from ..estimators.noneq import crossing_messages
+from ..problem import posterior_dataset
+from ..results.assemble import checked, copied_groups, divergences
+
+__all__ = [
+    "ReverseStart",
+    "particle_groups",
+    "posterior_of_trace",
+    "resampled_posterior",
+    "reverse_start",
+    "run_checks",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class ReverseStart:
+    """Posterior draws that start reverse runs: ``x`` (n, d), the trace they came from and
+    its divergence count (None when the trace records none)."""
+
+    x: np.ndarray
+    trace: object
+    n_divergences: float | None
+
+
+def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
+    """``n`` draws evenly thinned from ``posterior`` (or the problem's NUTS run), shuffled."""
+    trace = problem.reference_posterior(posterior)
+    x = problem.unconstrained(trace).reshape(-1, problem.space.ndim)
+    if x.shape[0] < n:
+        raise ValueError(f"need at least {n} posterior draws for reverse runs, got {x.shape[0]}")
+    keep = np.linspace(0, x.shape[0] - 1, n).round().astype(int)
+    n_div = divergences(trace).get("n_divergences")
+    return ReverseStart(x[rng.permutation(keep)], trace, n_div)
+
+
+def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
+    """One chain of ``posterior``: particles ``x`` resampled (systematic) by ``exp(log_w)``."""
+    index = systematic_resample(log_w, x.shape[0], rng)
+    return posterior_dataset(problem, x[index][None])
+
+
+def run_checks(est, *, work_f=None, physical_r=None, n_div=None, nonfinite=None):
+    """``est`` with the run-level checks added and their warnings emitted once.
+
+    ``n_div``: divergences of the NUTS run that gave the reverse starts (None: unknown or
+    no reverse runs); ``work_f``/``physical_r``: forward and reverse works, checked for
+    crossing when both are given; ``nonfinite``: share of non-finite log densities met by
+    the kernels.
+    """
+    diagnostics = {}
+    if n_div is not None:
+        diagnostics["n_divergences"] = float(n_div)
+    if nonfinite is not None:
+        diagnostics["nonfinite_fraction"] = float(nonfinite)
+    crossing = []
+    if work_f is not None and physical_r is not None:
+        crossing = crossing_messages(work_f, physical_r)
+    return checked(est, diagnostics, crossing, stacklevel=5)
+
+
+def particle_groups(posterior_group, start: ReverseStart | None) -> dict:
+    """``posterior`` plus, when reverse runs started from a trace, its ``sample_stats`` and
+    ``observed_data``."""
+    groups = {"posterior": posterior_group}
+    if start is not None:
+        groups.update(copied_groups(start.trace, ("sample_stats", "observed_data")))
+    return groups
+
+
+def posterior_of_trace(start: ReverseStart):
+    """The ``posterior`` group of the trace that started the reverse runs."""
+    return get_group(start.trace, "posterior")

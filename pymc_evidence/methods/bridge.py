@@ -1,0 +1,180 @@
+"""``method="bridge"``: bridge sampling from posterior draws (the ``bridgesampling`` workflow).
+
+The draws of a ``posterior`` group (the user's, or the problem's NUTS run) are mapped to the
+model's raveled unconstrained space. The first half of every chain fits the proposal
+(:mod:`~pymc_evidence.methods.bridge_proposals`); the second half, kept in chain order so its
+autocorrelation is measured, enters the Meng-Wong iteration of
+:func:`~pymc_evidence.estimators.bridge.bridge_log_evidence` together with ``n_proposal``
+fresh proposal draws. The model's joint log density is evaluated for all points by the
+problem's compiled batched function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..compat import get_group, group_names
+from ..estimators.bridge import bridge_log_evidence, combine_bridge_runs, posterior_n_eff
+from ..results.assemble import checked, divergences
+from ._spec import MethodResult, MethodSpec
+from .bridge_proposals import PROPOSALS, proposal_setup
+
+__all__ = ["MIN_DRAWS_PER_CHAIN", "SPEC", "bridge_parts"]
+
+#: Fewest draws per chain (each half needs at least 4 for autocorrelations).
+MIN_DRAWS_PER_CHAIN = 8
+#: NUTS target acceptance of the internal run (PyMC's default).
+TARGET_ACCEPT = 0.8
+
+
+def _posterior_draws(idata, space) -> np.ndarray:
+    """Unconstrained draws ``(chain, draw, d)`` of the free variables, with clear errors."""
+    try:
+        names = group_names(idata)
+    except TypeError as err:
+        raise TypeError(f"bridge_sampling needs sampling results: {err}") from err
+    if "posterior" not in names:
+        raise ValueError(f"these results have no 'posterior' group (groups: {names})")
+    posterior = get_group(idata, "posterior")
+    free = [rv.name for rv in space.model.free_RVs]
+    missing = [name for name in free if name not in posterior]
+    if missing:
+        raise ValueError(
+            f"the posterior lacks the model's free variables {missing} (it has "
+            f"{sorted(map(str, posterior.data_vars))}): were these draws sampled from this model?"
+        )
+    for name in free:
+        if posterior[name].dims[:2] != ("chain", "draw"):
+            raise ValueError(f"posterior variable {name!r} must have dims (chain, draw, ...)")
+    n_draw = posterior.sizes["draw"]
+    if n_draw < MIN_DRAWS_PER_CHAIN:
+        raise ValueError(
+            f"too few draws: {n_draw} per chain, bridge sampling needs at least "
+            f"{MIN_DRAWS_PER_CHAIN} (half fit the proposal, half enter the iteration)"
+        )
+    try:
+        x = space.unconstrain({name: posterior[name].values for name in free})
+    except Exception as err:
+        raise ValueError(f"the posterior draws do not fit the model's variables: {err}") from err
+    half = n_draw // 2
+    if x.shape[0] * half <= space.ndim + 1:
+        raise ValueError(
+            f"too few draws: {x.shape[0] * half} in the fitting half for a {space.ndim}-d "
+            "proposal covariance; draw more"
+        )
+    return x
+
+
+def _estimate(log_f, x, options, rng):
+    """Run the repetitions; returns the pooled estimate and the per-run estimates."""
+    repetitions, n_proposal = int(options["repetitions"]), options["n_proposal"]
+    maxiter, tol = options["maxiter"], options["tol"]
+    half = x.shape[1] // 2
+    x_fit, x_iter = x[:, :half], x[:, half : 2 * half]
+    lf_post, lg_post, nan_post, draw = proposal_setup(options["proposal"])(log_f, x_fit, x_iter)
+    if not np.all(np.isfinite(lf_post)):
+        raise ValueError(
+            f"the model's log density is not finite at {int(np.sum(~np.isfinite(lf_post)))} "
+            "posterior draws: were they sampled from this model?"
+        )
+    n_eff = posterior_n_eff(x_iter)
+    n2 = int(n_proposal or x_iter.shape[0] * x_iter.shape[1])
+    runs, n_nan = [], nan_post
+    for _ in range(int(repetitions)):
+        lf_prop, lg_prop, nan_prop = draw(n2, rng)
+        est = bridge_log_evidence(
+            lf_post,
+            lg_post,
+            lf_prop,
+            lg_prop,
+            n_eff=n_eff,
+            maxiter=maxiter,
+            tol=tol,
+            emit_warnings=False,
+        )
+        runs.append(est)
+        n_nan += nan_prop
+    est = runs[0] if repetitions == 1 else combine_bridge_runs(runs)
+    diagnostics = {**est.diagnostics, "n_nonfinite_log_f": float(n_nan)}
+    return replace(est, diagnostics=diagnostics), runs
+
+
+def _messages(est) -> list[str]:
+    messages = []
+    n_bad = est.diagnostics.get("n_nonfinite_log_f", 0.0)
+    if n_bad:
+        messages.append(
+            f"the model's log density was nan at {n_bad:.0f} proposal points; they were "
+            "counted as zero density (log f = -inf)"
+        )
+    return messages
+
+
+def _layout(runs) -> dict:
+    if len(runs) == 1:
+        return {}
+    per_run = {
+        key: np.array([r.diagnostics[key] for r in runs])
+        for key in ("converged", "n_iterations", "re2_proposal", "re2_posterior")
+    }
+    return {"chain_dim": "run", "chain_values": per_run}
+
+
+def bridge_parts(problem, idata, options) -> MethodResult:
+    """Bridge-sample the draws of ``idata`` for ``problem``'s model; every group of
+    ``idata`` is kept in the result."""
+    x = _posterior_draws(idata, problem.space)
+    est, runs = _estimate(problem.log_f, x, options, problem.rng("method"))
+    est = checked(est, divergences(idata), _messages(est), stacklevel=4)
+    attrs = {
+        "proposal": options["proposal"],
+        "repetitions": int(options["repetitions"]),
+        "n_proposal": int(est.diagnostics["n_proposal"]),
+        "maxiter": int(options["maxiter"]),
+        "tol": float(options["tol"]),
+        "split": "first half of each chain fits the proposal, second half iterates",
+    }
+    groups = {name: get_group(idata, name) for name in group_names(idata)}
+    return MethodResult(est, groups, _layout(runs), attrs)
+
+
+def run(problem, options) -> MethodResult:
+    """NUTS draws (unless ``posterior`` is given), then bridge sampling."""
+    trace = problem.reference_posterior(options["posterior"], target_accept=TARGET_ACCEPT)
+    return bridge_parts(problem, trace, options)
+
+
+def check_options(options):
+    """Validate the bridge options (before any sampling)."""
+    if options["proposal"] not in PROPOSALS:
+        choices = ", ".join(f"{k!r} ({v})" for k, v in PROPOSALS.items())
+        raise ValueError(f"unknown proposal {options['proposal']!r}; choose one of: {choices}")
+    if int(options["repetitions"]) < 1:
+        raise ValueError(f"repetitions must be at least 1, got {options['repetitions']}")
+    if options["n_proposal"] is not None and int(options["n_proposal"]) < 2:
+        raise ValueError(f"n_proposal must be at least 2, got {options['n_proposal']}")
+    if int(options["maxiter"]) < 1 or not options["tol"] > 0:
+        raise ValueError(
+            f"need maxiter >= 1 and tol > 0, got {options['maxiter']}, {options['tol']}"
+        )
+
+
+OPTIONS = {
+    "posterior": None,
+    "repetitions": 1,
+    "proposal": "normal",
+    "n_proposal": None,
+    "maxiter": 1000,
+    "tol": 1e-10,
+}
+
+SPEC = MethodSpec(
+    name="bridge",
+    description="bridge sampling (Meng-Wong optimal bridge) from NUTS posterior draws",
+    run=run,
+    options=OPTIONS,
+    uses_base=False,
+    check=check_options,
+)

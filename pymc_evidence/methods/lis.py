@@ -1,0 +1,151 @@
+"""``method="lis"``: linked importance sampling (Neal 2005), forward, reverse and bridged.
+
+A pilot forward AIS run (a fraction of the particles) chooses a coarse schedule of equal
+thermodynamic length and the HMC step size at each of its temperatures; both are then
+frozen. Forward LIS runs start from independent base draws, reverse runs from posterior
+draws (the user's, or the problem's NUTS run); with the same kernels in both directions the
+top-level bridge (Bennett's equation) joins them. Every particle is one independent run, so
+standard errors come from the spread over runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engines.ais import pilot_schedule
+from ..engines.lis import interpolate_step_sizes, run_lis
+from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
+from ._particles import (
+    particle_groups,
+    posterior_of_trace,
+    resampled_posterior,
+    reverse_start,
+    run_checks,
+)
+from ._spec import MethodResult, MethodSpec
+
+__all__ = ["LIS_DIRECTIONS", "SPEC"]
+
+LIS_DIRECTIONS = ("bridged", "forward", "reverse")
+
+
+def _link_values(prefix, info) -> dict:
+    """Per-stage arrays (``stage`` = index of ``betas``; link ``k`` ends at ``betas[k+1]``)."""
+    pad = np.concatenate
+    return {
+        f"{prefix}_acceptance": np.asarray(info.acceptance, float),
+        f"{prefix}_step_sizes": np.asarray(info.step_sizes, float),
+        f"{prefix}_link_log_ratio": pad([[np.nan], info.link_log_ratio]),
+        f"{prefix}_link_ess": pad([[np.nan], info.link_ess]),
+    }
+
+
+def _estimate(direction, log_r_f, log_r_r):
+    if direction == "forward":
+        return lis_log_evidence(log_r_f), None
+    if direction == "reverse":
+        return reverse_lis_log_evidence(log_r_r, method="lis"), None
+    return bridged_log_evidence(log_r_f, log_r_r, method="lis"), -log_r_f
+
+
+def _kernel(problem, density, options, rng):
+    """The frozen schedule and kernels, from a pilot forward AIS run."""
+    n, n_stages = int(options["n_particles"]), int(options["n_stages"])
+    x_pilot = problem.base_draws(max(64, n // 2), rng)
+    betas, _, pilot = pilot_schedule(
+        density,
+        problem.base,
+        x_pilot,
+        n_stages,
+        rng,
+        n_pilot_stages=max(40, 2 * n_stages),
+        n_leapfrog=options["n_leapfrog"],
+    )
+    # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
+    steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
+    kernel = dict(
+        chain_length=int(options["chain_length"]),
+        step_sizes=steps,
+        n_leapfrog=options["n_leapfrog"],
+        scale=pilot.scale,
+    )
+    return betas, kernel
+
+
+def run(problem, options) -> MethodResult:
+    """Forward and/or reverse LIS runs, joined as ``options["direction"]`` says."""
+    rng, density = problem.rng("method"), problem.density()
+    n, direction = int(options["n_particles"]), options["direction"]
+    betas, kernel = _kernel(problem, density, options, rng)
+    stage, counts = {"beta": betas}, density.counts()
+    log_r_f = log_r_r = start = None
+    if direction != "reverse":
+        length = kernel["chain_length"] + 1
+        x0 = problem.base_draws(n * length, rng).reshape(n, length, problem.space.ndim)
+        log_r_f, info_f = run_lis(density, betas, x0, rng, direction="forward", **kernel)
+        stage.update(_link_values("forward", info_f))
+    if direction != "forward":
+        start = reverse_start(problem, options["posterior"], n, rng)
+        log_r_r, info_r = run_lis(
+            density,
+            betas,
+            start.x,
+            rng,
+            direction="reverse",
+            end_sampler=lambda m, r: problem.base_draws(m, r),
+            **kernel,
+        )
+        stage.update(_link_values("reverse", info_r))
+    est, work_f = _estimate(direction, log_r_f, log_r_r)
+    est = run_checks(
+        est,
+        work_f=work_f,
+        physical_r=None if log_r_r is None else -log_r_r,
+        n_div=None if start is None else start.n_divergences,
+        nonfinite=density.nonfinite_fraction(counts),
+    )
+    runs = {"log_r_forward": log_r_f, "log_r_reverse": log_r_r}
+    extra = {k: ("particle", v) for k, v in runs.items() if v is not None}
+    extra.update({k: ("stage", np.asarray(v, float)) for k, v in stage.items()})
+    attrs = {
+        "n_particles": n,
+        "n_stages": int(options["n_stages"]),
+        "chain_length": int(options["chain_length"]),
+        "n_leapfrog": int(options["n_leapfrog"]),
+        "base_kind": problem.base.kind,
+        "schedule": "adaptive",
+        "direction": direction,
+    }
+    if start is None:  # forward only: a state of each run's last chain, run-weighted
+        post = resampled_posterior(problem, info_f.x, log_r_f, problem.rng("resample"))
+    else:
+        post = posterior_of_trace(start)
+    layout = {"chain_dim": "run", "extra_dims": extra}
+    return MethodResult(est, particle_groups(post, start), layout, attrs)
+
+
+def _check(options):
+    if options["direction"] not in LIS_DIRECTIONS:
+        raise ValueError(f"direction must be one of {LIS_DIRECTIONS}, got {options['direction']!r}")
+    if (
+        int(options["n_particles"]) < 2
+        or int(options["n_stages"]) < 1
+        or int(options["chain_length"]) < 1
+    ):
+        raise ValueError("n_particles must be >= 2, n_stages >= 1 and chain_length >= 1")
+
+
+SPEC = MethodSpec(
+    name="lis",
+    description="linked importance sampling (Neal), forward and reverse runs joined by a bridge",
+    run=run,
+    options={
+        "n_particles": 128,
+        "n_stages": 20,
+        "chain_length": 10,
+        "n_leapfrog": 10,
+        "direction": "bridged",
+        "posterior": None,
+    },
+    check=_check,
+)

@@ -1,0 +1,165 @@
+"""``method="smc"`` and ``"arm"``: tempered resample-move SMC and its adaptive form.
+
+Runs ``n_runs`` independent SMC runs (:func:`~pymc_evidence.engines.smc.run_resample_move`)
+on the problem's batched density, each seeded by its own child of the method stream, and
+combines them with :func:`~pymc_evidence.estimators.smc.smc_log_evidence`. ``posterior``
+holds each run's final, equally weighted particles as one chain.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
+from ..estimators.smc import smc_log_evidence
+from ..problem import posterior_dataset
+from ._particles import run_checks
+from ._spec import MethodResult, MethodSpec
+
+__all__ = ["ARM_SPEC", "SMC_SPEC"]
+
+
+@contextmanager
+def _progress(enabled: bool, n_runs: int):
+    """Yield ``callback_for(run)``; with ``enabled`` a rich progress bar in ``beta``."""
+    if not enabled:
+        yield lambda run: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("beta {task.completed:.3f}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns) as bar:
+        tasks = [bar.add_task(f"SMC run {r}", total=1.0) for r in range(n_runs)]
+
+        def callback_for(run):
+            def update(beta, stage):
+                bar.update(tasks[run], completed=beta, description=f"SMC run {run}, stage {stage}")
+
+            return update
+
+        yield callback_for
+
+
+def _estimate(method, runs, nonfinite):
+    """The pooled estimate of the runs and the per-run values of the ``log_evidence`` group."""
+    log_z = np.array([lz for lz, _ in runs])
+    infos = [info for _, info in runs]
+    moves = np.array([info.n_particle_moves for info in infos], dtype=float)
+    n_stages = np.array([info.n_stages for info in infos], dtype=float)
+    diagnostics = {
+        "mean_n_stages": float(np.mean(n_stages)),
+        "n_particle_moves": float(np.sum(moves)),
+        "mean_particles_per_stage": float(
+            np.mean([np.mean(info.n_particles[1:]) for info in infos])
+        ),
+        "n_density_calls": float(sum(info.n_density_calls for info in infos)),
+    }
+    proxy = np.array([info.variance_proxy for info in infos])
+    est = smc_log_evidence(log_z, proxy, method=method, diagnostics=diagnostics)
+    est = run_checks(est, nonfinite=nonfinite)
+    layout = {
+        "chain_dim": "run",
+        "chain_values": {"variance_proxy": proxy, "n_stages": n_stages, "n_particle_moves": moves},
+        "stage_values": {key: [getattr(info, key) for info in infos] for key in STAGE_KEYS},
+    }
+    return est, layout
+
+
+def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
+    attrs = {
+        "n_particles": int(n_particles),
+        "n_runs": int(n_runs),
+        "base_kind": str(base.kind),
+        "arm": bool(method == "arm"),
+        "se_kind": "spread over independent runs (delta method on mean Z)",
+    }
+    for key in ("target_ess", "resample_threshold", "resampling", "n_leapfrog", "n_moves"):
+        attrs[key] = getattr(settings, key)
+    if method == "arm":
+        attrs.update(arm_threshold=settings.arm_threshold, max_expansions=settings.max_expansions)
+    if isinstance(settings.schedule, str):
+        attrs["schedule"] = settings.schedule
+    else:
+        attrs.update(schedule="fixed", schedule_betas=np.asarray(settings.schedule, float))
+    return attrs
+
+
+def _settings(options, method) -> SMCSettings:
+    return SMCSettings(arm=method == "arm", **{k: options[k] for k in _SETTING_NAMES})
+
+
+def _sizes(problem, options) -> tuple[int, int]:
+    """Particles per run and runs: ``n_particles``/``n_runs``, else ``draws``/``chains``."""
+    n = options["n_particles"] or problem.sampling.draws
+    runs = options["n_runs"] or problem.sampling.chains
+    return int(n), int(runs)
+
+
+def _run(problem, options, method) -> MethodResult:
+    settings = _settings(options, method)
+    n_particles, n_runs = _sizes(problem, options)
+    density = problem.density()
+    counts, runs = density.counts(), []
+    with _progress(problem.sampling.progressbar, n_runs) as callback_for:
+        for r, seed in enumerate(problem.seed_of("method").spawn(n_runs)):
+            run_rng = np.random.default_rng(seed)
+            x0 = problem.base_draws(n_particles, run_rng)
+            runs.append(run_resample_move(density, x0, run_rng, settings, callback=callback_for(r)))
+    est, layout = _estimate(method, runs, density.nonfinite_fraction(counts))
+    x = np.stack([info.x for _, info in runs])
+    groups = {"posterior": posterior_dataset(problem, x)}
+    attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
+    return MethodResult(est, groups, layout, attrs)
+
+
+def _check(options):
+    for name in ("n_particles", "n_runs"):
+        if options[name] is not None and int(options[name]) < (2 if name == "n_particles" else 1):
+            raise ValueError("n_particles must be >= 2 and n_runs >= 1")
+    _settings(options, "smc").checked_schedule()
+
+
+_SETTING_NAMES = (
+    "schedule",
+    "target_ess",
+    "resample_threshold",
+    "resampling",
+    "n_leapfrog",
+    "n_moves",
+    "arm_threshold",
+    "max_expansions",
+    "max_stages",
+)
+_OPTIONS = {
+    "n_particles": None,
+    "n_runs": None,
+    "schedule": "adaptive",
+    "target_ess": 0.8,
+    "resample_threshold": 0.5,
+    "resampling": "systematic",
+    "n_leapfrog": 10,
+    "n_moves": 10,
+    "arm_threshold": 0.7,
+    "max_expansions": 3,
+    "max_stages": 500,
+}
+
+
+def _spec(name, description):
+    def run(problem, options):
+        return _run(problem, options, name)
+
+    return MethodSpec(name=name, description=description, run=run, options=_OPTIONS, check=_check)
+
+
+SMC_SPEC = _spec(
+    "smc", "tempered resample-move SMC from the base, adaptive schedule, batched HMC moves"
+)
+ARM_SPEC = _spec("arm", "resample-move SMC with adaptive particle counts on hard steps (ARM)")

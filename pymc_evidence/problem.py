@@ -1,0 +1,315 @@
+"""One evidence problem: everything a method needs, made once per call.
+
+:class:`EvidenceProblem` turns a PyMC model into the problem every method solves: the model
+(checked once), its raveled unconstrained space, the normalized base density (fitted once,
+lazily, only by methods that use one), the compiled batched density, the internal NUTS run
+that reverse-direction methods start from, and one :class:`numpy.random.SeedSequence` from
+which every random stream of the call is derived.
+
+Seeds. ``random_seed`` becomes one ``SeedSequence``; each named stream (:data:`STREAMS`) is
+its child with a fixed spawn key, so a stream does not depend on which other streams a
+method happened to use or in which order: the same seed gives the same number, in any
+process, whatever ran before.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+
+from .base import GaussianBase, fit_base, model_space
+from .base.space import ModelSpace
+from .compat import get_group, group_names
+from .engines.batched import BatchedDensity, batched_log_densities
+from .hygiene import check_model
+from .transforms.reparam import reparam_info, reparametrize
+
+__all__ = ["DEFAULT_RESTARTS", "STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
+
+#: ADVI fits from different starts; distinct ones are merged so the base covers every mode.
+DEFAULT_RESTARTS = 8
+#: The named random streams of one call (the spawn key of each is its index here).
+STREAMS = ("base", "nuts", "method", "resample", "init")
+#: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
+REFERENCE_TARGET_ACCEPT = 0.95
+#: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
+CHUNK = 2048
+_UNIT_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _unit_base(space: ModelSpace) -> GaussianBase:
+    """A standard normal base on ``space``, one per model, so that the batched ``log f``
+    compiled with it is reused whatever else the model is used for."""
+    if space.model not in _UNIT_BASES:
+        _UNIT_BASES[space.model] = GaussianBase(
+            np.zeros(space.ndim),
+            np.eye(space.ndim),
+            0.0,
+            "moments",
+            names=space.names,
+            sizes=space.sizes,
+        )
+    return _UNIT_BASES[space.model]
+
+
+def seed_sequence(random_seed) -> np.random.SeedSequence:
+    """The root ``SeedSequence`` of ``random_seed`` (None, int, sequence of ints,
+    ``SeedSequence`` or ``Generator``; a Generator is consumed once).
+
+    Examples
+    --------
+    >>> seed_sequence(1).entropy
+    1
+    """
+    if isinstance(random_seed, np.random.SeedSequence):
+        return random_seed
+    if isinstance(random_seed, np.random.Generator):
+        return np.random.SeedSequence(int(random_seed.integers(2**63)))
+    if isinstance(random_seed, np.random.RandomState):
+        return np.random.SeedSequence(int(random_seed.randint(2**31)))
+    return np.random.SeedSequence(random_seed)
+
+
+@dataclass(frozen=True)
+class SamplingArgs:
+    """The PyMC-style sampling arguments of a call (``pm.sample``'s meaning)."""
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    cores: int | None = None
+    progressbar: bool = True
+
+    def __post_init__(self):
+        for name in ("draws", "chains"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if int(self.tune) < 0:
+            raise ValueError(f"tune must be >= 0, got {self.tune}")
+
+    def as_dict(self) -> dict:
+        """The arguments as ``pm.sample`` keywords."""
+        return dict(
+            draws=int(self.draws),
+            tune=int(self.tune),
+            chains=int(self.chains),
+            cores=self.cores,
+            progressbar=bool(self.progressbar),
+        )
+
+
+@dataclass(eq=False)
+class EvidenceProblem:
+    """A model prepared for evidence estimation; build with :meth:`build`.
+
+    Attributes
+    ----------
+    model : pm.Model
+        The model the methods work on: the user's, or its non-centred reparametrisation
+        (:func:`~pymc_evidence.transforms.reparametrize`; same ``log Z``).
+    source : pm.Model
+        The model the user gave.
+    space : ModelSpace
+        Its raveled unconstrained space (compiled functions cached there).
+    seed : numpy.random.SeedSequence
+        Root of every random stream of the call (see :meth:`rng`).
+    sampling : SamplingArgs
+        ``draws``, ``tune``, ``chains``, ``cores``, ``progressbar``.
+    potentials : {None, "likelihood"}
+        How ``pm.Potential`` terms are read.
+    base_spec : str or base
+        ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
+    base_kwargs : dict
+        Passed to :func:`pymc_evidence.fit_base`.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0, 1)
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.3])
+    >>> problem = EvidenceProblem.build(model, random_seed=1, base="prior")
+    >>> problem.space.ndim, problem.base.kind
+    (1, 'prior')
+    """
+
+    model: pm.Model
+    space: ModelSpace
+    seed: np.random.SeedSequence
+    source: pm.Model | None = None
+    sampling: SamplingArgs = field(default_factory=SamplingArgs)
+    potentials: str | None = None
+    base_spec: object = "advi"
+    base_kwargs: dict = field(default_factory=dict)
+    _base: object = field(default=None, repr=False)
+    _reference: dict = field(default_factory=dict, repr=False)
+    _outputs_fn: object = field(default=None, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        model: pm.Model | None = None,
+        *,
+        random_seed=None,
+        sampling: SamplingArgs | None = None,
+        potentials: str | None = None,
+        base="advi",
+        base_kwargs: dict | None = None,
+        reparam: str | None = "auto",
+    ) -> EvidenceProblem:
+        """Check ``model`` (once) and prepare its space; nothing is fitted or sampled yet.
+
+        ``reparam="auto"`` works on the non-centred form of the model when it has centred
+        location-scale variables (``reparam=None`` keeps the model as written). A fitted
+        ``base`` object lives on the model as written, so it turns ``"auto"`` off.
+        """
+        source = pm.modelcontext(model)
+        check_model(source, potentials=potentials)
+        if isinstance(base, str) and base not in ("advi", "fullrank_advi", "prior"):
+            raise ValueError(
+                f"base must be 'advi', 'fullrank_advi', 'prior' or a fitted base, got {base!r}"
+            )
+        if reparam not in ("auto", None):
+            raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
+        model = source
+        if reparam == "auto" and (base is None or isinstance(base, str)):
+            model = reparametrize(source)
+        return cls(
+            model=model,
+            source=source,
+            space=model_space(model),
+            seed=seed_sequence(random_seed),
+            sampling=sampling or SamplingArgs(),
+            potentials=potentials,
+            base_spec=base,
+            base_kwargs=dict(base_kwargs or {}),
+        )
+
+    @property
+    def reparametrized(self) -> tuple[str, ...]:
+        """Names of the variables the problem's model has in non-centred form."""
+        return tuple(reparam_info(self.model).get("rewritten", {}))
+
+    # -- random streams -------------------------------------------------------------------
+    def seed_of(self, stream: str) -> np.random.SeedSequence:
+        """The ``SeedSequence`` of a named stream (a fixed child of :attr:`seed`)."""
+        if stream not in STREAMS:
+            raise ValueError(f"unknown stream {stream!r}; streams are {STREAMS}")
+        key = self.seed.spawn_key + (STREAMS.index(stream),)
+        return np.random.SeedSequence(self.seed.entropy, spawn_key=key)
+
+    def rng(self, stream: str) -> np.random.Generator:
+        """A fresh Generator of a named stream (the same one on every call)."""
+        return np.random.default_rng(self.seed_of(stream))
+
+    def int_seed(self, stream: str) -> int:
+        """An integer seed of a named stream, for APIs that take one (``pm.sample``)."""
+        return int(self.seed_of(stream).generate_state(1)[0] >> 1)
+
+    # -- base and densities ---------------------------------------------------------------
+    @property
+    def base(self):
+        """The normalized base density, fitted on first use (seeded by stream ``"base"``)."""
+        if self._base is None:
+            self._base = self._resolve_base()
+        return self._base
+
+    def _resolve_base(self):
+        if not isinstance(self.base_spec, str):
+            return self.base_spec
+        options = {"restarts": DEFAULT_RESTARTS, **self.base_kwargs}
+        return fit_base(
+            self.base_spec,
+            model=self.model,
+            random_seed=self.rng("base"),
+            potentials=self.potentials,
+            **options,
+        )
+
+    def density(self) -> BatchedDensity:
+        """The batched ``log f``, ``log q`` and gradients (compiled once per model and base)."""
+        return batched_log_densities(self.model, self.base)
+
+    def base_draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` exact draws from the base, shape ``(n, d)``."""
+        return self.base.sample(int(n), rng)
+
+    # -- posterior draws ------------------------------------------------------------------
+    def log_f(self, x: np.ndarray) -> np.ndarray:
+        """The model's joint log density (Jacobians included) at every row of ``x`` (any
+        leading shape), by one compiled batched function, in chunks of :data:`CHUNK` rows."""
+        density = batched_log_densities(self.model, _unit_base(self.space))
+        flat = np.asarray(x, dtype=float).reshape(-1, self.space.ndim)
+        out = [density(flat[i : i + CHUNK])[0] for i in range(0, flat.shape[0], CHUNK)]
+        return np.concatenate(out).reshape(np.shape(x)[:-1])
+
+    def reference_posterior(self, posterior=None, *, target_accept=REFERENCE_TARGET_ACCEPT):
+        """Posterior draws to start from: ``posterior`` when given (an InferenceData or
+        DataTree with a ``posterior`` group), else one internal NUTS run with the call's
+        sampling arguments, seeded by stream ``"nuts"`` (made once per problem and
+        ``target_accept``)."""
+        if posterior is not None:
+            if not group_names_safe(posterior) or "posterior" not in group_names(posterior):
+                raise ValueError("posterior= must be sampling results with a 'posterior' group")
+            return posterior
+        if target_accept not in self._reference:
+            self._reference[target_accept] = pm.sample(
+                **self.sampling.as_dict(),
+                random_seed=self.int_seed("nuts"),
+                target_accept=target_accept,
+                compute_convergence_checks=False,
+                model=self.model,
+            )
+        return self._reference[target_accept]
+
+    def unconstrained(self, posterior) -> np.ndarray:
+        """Raveled unconstrained draws ``(chain, draw, d)`` of a ``posterior`` group."""
+        group = get_group(posterior, "posterior") if group_names_safe(posterior) else posterior
+        values = {rv.name: group[rv.name].values for rv in self.model.free_RVs}
+        return self.space.unconstrain(values)
+
+
+def group_names_safe(obj) -> bool:
+    """True when ``obj`` is a results container (rather than one dataset)."""
+    try:
+        group_names(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _dims_of(model: pm.Model, name: str, ndim: int) -> tuple:
+    dims = tuple(model.named_vars_to_dims.get(name, ()) or ())
+    if len(dims) != ndim:
+        dims = tuple(f"{name}_dim_{i}" for i in range(ndim))
+    return dims
+
+
+def posterior_dataset(problem: EvidenceProblem, x: np.ndarray):
+    """A ``posterior`` group from raveled unconstrained draws ``x`` of shape
+    ``(chain, draw, d)``: the free variables and deterministics, with the model's dims and
+    coords (so a reparametrised model still shows the variables the user wrote)."""
+    import xarray as xr
+
+    model = problem.model
+    x = np.asarray(x, dtype=float)
+    n_chain, n_draw = x.shape[:2]
+    outputs = list(model.free_RVs) + list(model.deterministics)
+    if problem._outputs_fn is None:  # compiled once per problem
+        graph = model.replace_rvs_by_values(outputs)
+        problem._outputs_fn = problem.space.compile_raveled(graph)
+    fn = problem._outputs_fn
+    rows = [fn(row) for row in x.reshape(-1, x.shape[-1])]
+    data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+    for i, var in enumerate(outputs):
+        values = np.stack([np.asarray(r[i]) for r in rows]).reshape((n_chain, n_draw, -1))
+        values = values.reshape((n_chain, n_draw) + np.shape(rows[0][i]))
+        dims = _dims_of(model, var.name, values.ndim - 2)
+        data[var.name] = (("chain", "draw") + dims, values)
+        for dim in dims:
+            if dim in model.coords and model.coords[dim] is not None:
+                coords[dim] = np.asarray(model.coords[dim])
+    return xr.Dataset(data, coords=coords)

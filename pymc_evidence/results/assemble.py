@@ -1,0 +1,103 @@
+"""The one function that turns an estimate and its groups into the returned container.
+
+Every method, and every function that reads a trace sampled by the user
+(:func:`pymc_evidence.ct_evidence`, :func:`pymc_evidence.st_evidence`,
+:func:`pymc_evidence.bridge_sampling`), ends here: warnings found after the estimator ran
+are emitted once and added to the estimate, the ``log_evidence`` group is built by
+:func:`~pymc_evidence.results.schema.estimate_to_dataset`, and the groups are put in one
+InferenceData (PyMC 5) or DataTree (PyMC 6) with ``posterior`` first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..compat import get_group, group_names, new_idata
+from ..estimators.diagnostics import evidence_messages
+from ..estimators.logspace import emit_warnings
+from .schema import GROUP, estimate_to_dataset
+
+__all__ = [
+    "COPIED_GROUPS",
+    "add_messages",
+    "assemble_results",
+    "checked",
+    "copied_groups",
+    "divergences",
+]
+
+#: Groups of a PyMC trace that results carry over unchanged.
+COPIED_GROUPS = ("observed_data", "constant_data")
+
+
+def add_messages(est, messages, *, diagnostics: dict | None = None, stacklevel: int = 3):
+    """``est`` with new ``messages`` emitted (as :class:`EvidenceWarning`) and appended, and
+    ``diagnostics`` merged in. Messages the estimate already carries are not repeated."""
+    new = [m for m in dict.fromkeys(messages) if m not in est.warnings]
+    emit_warnings(new, stacklevel=stacklevel + 1)
+    return replace(
+        est,
+        diagnostics={**est.diagnostics, **(diagnostics or {})},
+        warnings=tuple(est.warnings) + tuple(new),
+    )
+
+
+def checked(est, diagnostics: dict, extra_messages=(), *, stacklevel: int = 3):
+    """``est`` with run-level ``diagnostics`` (divergences, non-finite densities, ...) added
+    and the warnings they call for (:func:`evidence_messages`) emitted once."""
+    messages = evidence_messages(diagnostics, est.se) + list(extra_messages)
+    return add_messages(est, messages, diagnostics=diagnostics, stacklevel=stacklevel + 1)
+
+
+def divergences(idata) -> dict:
+    """``{"n_divergences": n}`` from a trace's ``sample_stats.diverging`` (else ``{}``)."""
+    if idata is None or "sample_stats" not in group_names(idata):
+        return {}
+    stats = get_group(idata, "sample_stats")
+    return (
+        {"n_divergences": float(np.sum(stats["diverging"].values))} if "diverging" in stats else {}
+    )
+
+
+def copied_groups(idata, names=COPIED_GROUPS) -> dict:
+    """The groups of ``idata`` (if any) that results carry over unchanged."""
+    if idata is None:
+        return {}
+    available = group_names(idata)
+    return {name: get_group(idata, name) for name in names if name in available}
+
+
+def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attrs=None):
+    """The results container: ``groups`` plus the ``log_evidence`` group of ``estimate``.
+
+    Parameters
+    ----------
+    estimate : EvidenceEstimate
+    groups : dict of str to xarray.Dataset
+        ``posterior`` (put first) and any other group.
+    layout : dict, optional
+        ``chain_dim``, ``chain_values``, ``stage_values``, ``stage_dim``, ``extra_dims`` for
+        :func:`~pymc_evidence.results.estimate_to_dataset`.
+    attrs : dict, optional
+        Settings stored as attributes of the ``log_evidence`` group.
+
+    Returns
+    -------
+    InferenceData or DataTree
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_evidence.estimators import EvidenceEstimate
+    >>> idata = assemble_results(EvidenceEstimate(-1.0, 0.1, "demo"), {})
+    >>> from pymc_evidence.compat import group_names
+    >>> group_names(idata)
+    ['log_evidence']
+    """
+    ds = estimate_to_dataset(estimate, attrs=dict(attrs or {}), **(layout or {}))
+    ordered = {name: groups[name] for name in ("posterior",) if name in groups}
+    ordered.update({k: v for k, v in groups.items() if k not in ordered and k != GROUP})
+    ordered[GROUP] = ds
+    return new_idata(ordered)

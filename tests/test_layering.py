@@ -1,0 +1,220 @@
+"""The package's architecture, enforced by reading its source with ``ast`` (nothing imported).
+
+Imports flow downwards only: a module may import from its own layer or lower layers. Every
+import statement counts, absolute or relative, at module level or inside a function, and so
+does ``importlib.import_module("pymc_evidence...")`` with a literal name. The top-level
+``pymc_evidence/__init__.py`` may import anything; no other module may import it.
+
+Also: modules of at most 400 lines, function bodies (docstring excluded) of at most 60.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "pymc_evidence"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+
+# Layer of each first-level name under pymc_evidence/ (a module foo.py or a package foo/).
+LAYERS = {
+    "estimators": 0,
+    "compat": 1,
+    "hygiene": 1,
+    "datasets": 1,
+    "testing": 1,
+    "base": 2,
+    "transforms": 3,
+    "steps": 4,
+    "engines": 4,
+    "results": 5,
+    "problem": 6,
+    "methods": 7,
+    "api": 8,
+    "compare": 9,
+    "plots": 9,
+}
+# Same layer, yet neither may import the other.
+FORBIDDEN_PAIRS = {("steps", "engines"), ("engines", "steps")}
+# Third-party packages the pure numerical layer must not touch.
+NOT_IN_ESTIMATORS = {"pymc", "pytensor", "xarray", "arviz"}
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+# Over the line limit today and tolerated for now: the exact-log-Z model catalogue.
+SIZE_XFAIL = ("testing/models.py",)
+
+
+def _modules():
+    return sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _rel(path):
+    return path.relative_to(ROOT).as_posix()
+
+
+def _module_name(path, root=ROOT):
+    parts = (PACKAGE, *path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _exists(dotted, root=ROOT):
+    """Whether ``pymc_evidence.a.b`` is a module or package in the source tree."""
+    rel = Path(*dotted.split(".")[1:])
+    return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+
+
+def _imports(path, root=ROOT):
+    """(line, dotted name) of everything ``path`` imports, relative imports resolved."""
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                source = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                source = node.module
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = f"{source}.{alias.name}"
+                target = sub if source.startswith(PACKAGE) and _exists(sub, root) else source
+                found.append((node.lineno, target))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def _unit(dotted):
+    """First-level name under the package (``None`` for the package itself)."""
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+MODULES = _modules()
+IDS = [_rel(p) for p in MODULES]
+
+
+def test_package_found():
+    assert (ROOT / "__init__.py").is_file() and len(MODULES) > 10
+
+
+def _violations(path, root=ROOT):
+    """Every import of ``path`` that breaks the layering, as readable lines."""
+    if path == root / "__init__.py":
+        return []  # the public surface may import anything
+    own = _unit(_module_name(path, root))
+    if own not in LAYERS:
+        return [f"'{own}' has no layer; add it to LAYERS"]
+    bad = []
+    for line, target in sorted(_imports(path, root)):
+        top = target.split(".")[0]
+        if own == "estimators" and top in NOT_IN_ESTIMATORS:
+            bad.append(f"line {line}: imports {target} (estimators are pure numpy/scipy)")
+        if top != PACKAGE:
+            continue
+        other = _unit(target)
+        if other is None:
+            bad.append(f"line {line}: imports the top-level package {PACKAGE}")
+        elif other not in LAYERS:
+            bad.append(f"line {line}: imports {target}, which has no layer")
+        elif LAYERS[other] > LAYERS[own]:
+            bad.append(
+                f"line {line}: {own} (layer {LAYERS[own]}) imports {target} (layer {LAYERS[other]})"
+            )
+        elif (own, other) in FORBIDDEN_PAIRS:
+            bad.append(f"line {line}: {own} must not import {other} ({target})")
+    return bad
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_imports_flow_downwards(path):
+    bad = _violations(path)
+    assert not bad, f"{_rel(path)}:\n  " + "\n  ".join(bad)
+
+
+def test_checker_resolves_relative_and_local_imports(tmp_path):
+    """The parser itself: relative imports resolved, imports inside functions found."""
+    root = tmp_path / PACKAGE
+    (root / "steps").mkdir(parents=True)
+    for name in ("__init__.py", "steps/__init__.py", "steps/a.py", "engines.py"):
+        (root / name).write_text("")
+    (root / "steps" / "a.py").write_text(
+        "import numpy\n"
+        "from . import b\n"
+        "from .. import engines\n"
+        "from ..steps.c import f\n"
+        "def g():\n"
+        "    from pymc_evidence import api\n"
+        "    import importlib\n"
+        "    return importlib.import_module('pymc_evidence.plots')\n"
+    )
+    found = [t for _, t in sorted(_imports(root / "steps" / "a.py", root))]
+    assert found == [
+        "numpy",
+        "pymc_evidence.steps",  # b does not exist: the package it came from
+        "pymc_evidence.engines",  # an existing submodule: the submodule
+        "pymc_evidence.steps.c",
+        "pymc_evidence",  # api does not exist in the fake tree
+        "importlib",
+        "pymc_evidence.plots",
+    ]
+    bad = _violations(root / "steps" / "a.py", root)
+    assert len(bad) == 3, bad
+    assert "steps must not import engines" in bad[0]
+    assert "top-level package" in bad[1]
+    assert "layer 9" in bad[2]
+    (root / "estimators.py").write_text("def f():\n    import pytensor.tensor as pt\n")
+    assert "pure numpy" in _violations(root / "estimators.py", root)[0]
+    (root / "newthing.py").write_text("")
+    assert "no layer" in _violations(root / "newthing.py", root)[0]
+
+
+def _size_marks(path):
+    if _rel(path) in SIZE_XFAIL:
+        return [pytest.mark.xfail(strict=False, reason="over the limit today, to be split")]
+    return []
+
+
+SIZED = [pytest.param(p, id=_rel(p), marks=_size_marks(p)) for p in MODULES]
+
+
+@pytest.mark.parametrize("path", SIZED)
+def test_module_size(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_MODULE_LINES, f"{_rel(path)} has {n} lines (> {MAX_MODULE_LINES})"
+
+
+def _body_lines(node):
+    body = node.body
+    first = body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        body = body[1:]
+    return body[-1].end_lineno - body[0].lineno + 1 if body else 0
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_function_length(path):
+    long = [
+        f"{node.name} (line {node.lineno}): {n} lines"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n := _body_lines(node)) > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"{_rel(path)}: function bodies over {MAX_FUNCTION_LINES} lines: {long}"
