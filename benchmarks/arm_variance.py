@@ -67,18 +67,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def setup():
     """The model's batched density on the prior base, the exact log Z and a base sampler."""
-    from pymc_evidence.api.particles import base_particles
-    from pymc_evidence.base import PriorBase, model_space
+    from pymc_evidence.base import PriorBase
     from pymc_evidence.engines.batched import batched_log_densities
     from pymc_evidence.testing.models import conjugate_regression
 
     case = conjugate_regression(d=5)
-    space = model_space(case.model)
-    base = PriorBase(names=space.names, sizes=space.sizes)
+    base = PriorBase.for_model(case.model)
     density = batched_log_densities(case.model, base)
 
     def draw(n, rng):
-        return base_particles(space, base, n, rng)
+        return base.sample(n, rng)
 
     return density, case.log_z, draw
 

@@ -21,7 +21,7 @@ from .api import (
     sample_evidence,
     st_evidence,
 )
-from .base import BaseFitError, GaussianBase, PriorBase, fit_base
+from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
 from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import EvidenceWarning
@@ -43,6 +43,7 @@ __all__ = [
     "EvidenceWarning",
     "GaussianBase",
     "GibbsContinuousTempering",
+    "MixtureBase",
     "ModelHygieneError",
     "PriorBase",
     "SimulatedTempering",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["assert_log_z"]
+__all__ = ["ACCURACY_SEED", "FAST_CASES", "assert_log_z", "check_method", "fast_case"]
 
 
 def assert_log_z(est, truth, *, abs_tol, label="", se_max=None, z_max=4.0):
@@ -72,3 +72,34 @@ def assert_log_z(est, truth, *, abs_tol, label="", se_max=None, z_max=4.0):
             problems.append(f"se > se_max {se_max:g}")
     assert not problems, f"{'; '.join(problems)} -- {report}"
     return error
+
+
+# The fast exact-log-Z cases every method is checked on at its defaults (test_ct_accuracy,
+# test_method_accuracy). The package is imported lazily: conftest imports this module, and
+# tests that do not need the package (test_layering) must not fail when it does not import.
+FAST_CASES = ("regression_d5", "beta_bernoulli", "normalized_density")
+ACCURACY_SEED = 20261122
+
+
+def fast_case(name):
+    """A fresh model of one of :data:`FAST_CASES` (with its exact ``log_z``)."""
+    from pymc_evidence.testing import models as tm
+
+    factories = {
+        "regression_d5": lambda: tm.conjugate_regression(d=5),
+        "beta_bernoulli": tm.beta_bernoulli,
+        "normalized_density": tm.normalized_density,
+    }
+    return factories[name]()
+
+
+def check_method(case, method, *, abs_tol=0.1, se_max=0.1, random_seed=ACCURACY_SEED, **options):
+    """``sample_evidence`` on ``case`` with ``method``, then :func:`assert_log_z`."""
+    import pymc_evidence as pme
+
+    idata = pme.sample_evidence(
+        case.model, method=method, random_seed=random_seed, progressbar=False, **options
+    )
+    est = pme.log_evidence(idata)
+    assert_log_z(est, case.log_z, abs_tol=abs_tol, se_max=se_max, label=f"{case.name} {method}")
+    return est

@@ -10,10 +10,10 @@ import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from _accuracy import assert_log_z
 from scipy import stats
 
 import pymc_evidence as pme
-import pymc_evidence.api as api_module
 from pymc_evidence import GaussianBase
 from pymc_evidence.base import model_space
 from pymc_evidence.compat import from_netcdf, get_group, group_names, new_idata, to_netcdf
@@ -39,11 +39,6 @@ def exact(prior_sd):
     log_z = stats.norm.logpdf(Y, 0.0, np.sqrt(var)).sum()
     shrink = prior_sd**2 / var
     return log_z, shrink * Y, np.sqrt(shrink) * NOISE
-
-
-def assert_log_z(est, truth):
-    assert np.isfinite(est.se) and est.se > 0
-    assert abs(est.log_z - truth) < max(4 * est.se, 0.1), (str(est), truth)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +107,8 @@ def no_sampling(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("sampling started despite invalid arguments")
 
-    monkeypatch.setattr(api_module, "run_ct", boom)
+    monkeypatch.setattr(pm, "sample", boom)
+    monkeypatch.setattr("pymc_evidence.problem.fit_base", boom)
 
 
 def test_unknown_method_lists_the_methods(no_sampling):
@@ -146,7 +142,7 @@ def test_groups(ct_run):
 def test_log_z_default_path(ct_run):
     est = pme.log_evidence(ct_run)
     assert est.method == "ct" and est.n_chains == 2
-    assert_log_z(est, exact(1.0)[0])
+    assert_log_z(est, exact(1.0)[0], abs_tol=0.1)
 
 
 def test_posterior_has_only_source_variables(ct_run):
@@ -213,7 +209,7 @@ def test_netcdf_round_trip(ct_run, tmp_path):
 # Importance resampling against the exact posterior
 def test_resampled_posterior_is_the_exact_posterior(offset_run):
     log_z, mean, sd = exact(1.0)
-    assert_log_z(pme.log_evidence(offset_run), log_z)
+    assert_log_z(pme.log_evidence(offset_run), log_z, abs_tol=0.1)
     x = get_group(offset_run, "posterior")["x"].values.reshape(-1, 2)
     np.testing.assert_array_less(np.abs(x.mean(axis=0) - mean), 0.25 * sd)
     np.testing.assert_allclose(x.std(axis=0), sd, rtol=0.2)
@@ -246,7 +242,7 @@ def test_gibbs_ct_log_z(gibbs_run):
     assert est.method == "gibbs_ct"
     assert get_group(gibbs_run, "log_evidence").attrs["method"] == "gibbs_ct"
     assert set(group_names(gibbs_run)) == GROUPS
-    assert_log_z(est, exact(3.0)[0])
+    assert_log_z(est, exact(3.0)[0], abs_tol=0.1)
 
 
 def test_same_seed_same_log_z(gibbs_run):
@@ -271,7 +267,7 @@ def test_compare_orders_models(ct_run, gibbs_run):
     assert list(table.index) == ["narrow", "wide"]
     assert table.loc["narrow", "d_log_z"] == 0.0
     d, d_se = table.loc["wide", "d_log_z"], table.loc["wide", "d_log_z_se"]
-    assert abs(d - truth) < max(4 * d_se, 0.15), (d, d_se, truth)
+    assert_log_z((d, d_se), truth, abs_tol=0.15, label="compare: d_log_z of 'wide'")
     assert table.loc["narrow", "post_prob"] == pytest.approx(1 / (1 + np.exp(-d)), rel=1e-9)
     assert table.loc["narrow", "post_prob"] > 0.7
     with pytest.warns(UserWarning, match="different methods"):

@@ -1,43 +1,23 @@
 """Continuous tempering against exactly known log Z, at default settings and fixed seeds.
 
-Each case asserts |log_z - truth| <= max(4 se, 0.1) and se <= 0.1, the acceptance rule of
-the project; the truths come from closed forms or quadrature in
+Each case asserts |log_z - truth| <= 4 se AND <= 0.1, and se <= 0.1 (``_accuracy.py``), the
+acceptance rule of the project; the truths come from closed forms or quadrature in
 ``pymc_evidence.testing.models``, never from this package's estimators.
 """
 
 import numpy as np
 import pytest
+from _accuracy import ACCURACY_SEED as SEED
+from _accuracy import FAST_CASES, check_method, fast_case
 
 import pymc_evidence as pme
 from pymc_evidence.testing import models as tm
 
-SEED = 20261122
-ABS_TOL = 0.1
-
-FAST_CASES = {
-    "regression_d5": lambda: tm.conjugate_regression(d=5),
-    "beta_bernoulli": tm.beta_bernoulli,
-    "normalized_density": tm.normalized_density,
-}
-
-
-def _check(case, method, **options):
-    idata = pme.sample_evidence(
-        case.model, method=method, random_seed=SEED, progressbar=False, **options
-    )
-    est = pme.log_evidence(idata)
-    error = est.log_z - case.log_z
-    print(f"{case.name} {method}: {est}  truth {case.log_z:.4f}  error {error:+.4f}")
-    assert np.isfinite(est.se) and est.se > 0
-    assert est.se <= 0.1, f"se {est.se:.3f} too large"
-    assert abs(error) <= max(4 * est.se, ABS_TOL), f"error {error:+.4f} vs se {est.se:.4f}"
-    return est
-
 
 @pytest.mark.parametrize("method", ["ct", "gibbs_ct"])
-@pytest.mark.parametrize("name", list(FAST_CASES))
+@pytest.mark.parametrize("name", FAST_CASES)
 def test_exact_log_z_at_defaults(name, method):
-    _check(FAST_CASES[name](), method)
+    check_method(fast_case(name), method)
 
 
 @pytest.mark.parametrize("method", ["ct", "gibbs_ct"])
@@ -47,7 +27,7 @@ def test_bimodal_with_prior_base(method):
     The prior is a poorer base than ADVI's, so the se at 1000 draws is about 0.11; three
     times the draws bring it under the 0.1 target.
     """
-    _check(tm.mixture_likelihood(), method, base="prior", draws=3000)
+    check_method(tm.mixture_likelihood(), method, base="prior", draws=3000)
 
 
 def test_bimodal_posterior_mass_split():
@@ -80,12 +60,12 @@ def test_bimodal_posterior_mass_split():
 
 def test_regression_d50_joint():
     """Where pm.sample_smc drifts by about a nat, CT stays within its error bar."""
-    _check(tm.conjugate_regression(d=50), "ct")
+    check_method(tm.conjugate_regression(d=50), "ct")
 
 
 @pytest.mark.slow
 def test_regression_d50_gibbs():
-    _check(tm.conjugate_regression(d=50), "gibbs_ct")
+    check_method(tm.conjugate_regression(d=50), "gibbs_ct")
 
 
 FUNNEL_OPTIONS = {"draws": 4000, "target_accept": 0.99}
@@ -100,4 +80,4 @@ def test_centered_funnel(method):
     (error up to 0.2 with se 0.06-0.12 and NUTS divergences, which are warned about), so
     this check uses more draws and a careful NUTS; see the closing note of issue 2.
     """
-    _check(tm.hierarchical_normal(), method, **FUNNEL_OPTIONS)
+    check_method(tm.hierarchical_normal(), method, **FUNNEL_OPTIONS)

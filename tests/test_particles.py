@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
@@ -22,16 +23,9 @@ def bar_run(regression):
     )
 
 
-def _within(est, truth):
-    error = est.log_z - truth
-    print(f"{est}  truth {truth:.4f}  error {error:+.4f}")
-    assert est.se <= 0.1
-    assert abs(error) <= max(4 * est.se, 0.1), (error, est.se)
-
-
 def test_bar_exact_and_bounds(bar_run, regression):
     est = pme.log_evidence(bar_run)
-    _within(est, regression.log_z)
+    assert_log_z(est, regression.log_z, abs_tol=0.1, se_max=0.1)
     d = est.diagnostics
     # Stochastic bounds: a generous MC allowance, they must bracket the truth.
     assert d["lower_bound"] <= regression.log_z + 0.02
@@ -52,7 +46,7 @@ def test_one_direction_exact(method, regression):
     idata = pme.sample_evidence(
         regression.model, method=method, random_seed=SEED, progressbar=False, chains=2
     )
-    _within(pme.log_evidence(idata), regression.log_z)
+    assert_log_z(pme.log_evidence(idata), regression.log_z, abs_tol=0.1, se_max=0.1)
 
 
 def test_reverse_reuses_user_posterior(bar_run, regression):
@@ -60,7 +54,7 @@ def test_reverse_reuses_user_posterior(bar_run, regression):
     idata = pme.sample_evidence(
         regression.model, method="rais", posterior=bar_run, random_seed=SEED + 1, progressbar=False
     )
-    _within(pme.log_evidence(idata), regression.log_z)
+    assert_log_z(pme.log_evidence(idata), regression.log_z, abs_tol=0.1, se_max=0.1)
     np.testing.assert_array_equal(
         get_group(idata, "posterior")["w"].values, get_group(bar_run, "posterior")["w"].values
     )
@@ -73,7 +67,7 @@ def test_prior_base_power_posterior():
         case.model, method="ais", base="prior", random_seed=SEED, progressbar=False
     )
     est = pme.log_evidence(idata)
-    _within(est, case.log_z)
+    assert_log_z(est, case.log_z, abs_tol=0.1, se_max=0.1)
     assert get_group(idata, "log_evidence").attrs["base_kind"] == "prior"
 
 
@@ -82,7 +76,7 @@ def test_fixed_schedules(schedule, regression):
     idata = pme.sample_evidence(
         regression.model, method="ais", schedule=schedule, random_seed=SEED, progressbar=False
     )
-    _within(pme.log_evidence(idata), regression.log_z)
+    assert_log_z(pme.log_evidence(idata), regression.log_z, abs_tol=0.1, se_max=0.1)
     assert get_group(idata, "log_evidence").attrs["schedule"] == schedule
 
 
@@ -97,7 +91,7 @@ def test_adaptive_schedule_is_recorded_and_frozen(regression):
         progressbar=False,
         chains=2,
     )
-    _within(pme.log_evidence(idata), regression.log_z)
+    assert_log_z(pme.log_evidence(idata), regression.log_z, abs_tol=0.1, se_max=0.1)
     group = get_group(idata, "log_evidence")
     assert group.attrs["schedule"] == "adaptive"
     beta = group["beta"].values
@@ -116,12 +110,14 @@ def test_unknown_schedule(regression):
 
 def test_divergent_reference_posterior_warns(regression):
     """Divergences in the draws that start reverse AIS become a warning and a diagnostic."""
-    from pymc_evidence.api.particles import _estimate
+    from pymc_evidence.estimators.noneq import works_log_evidence
+    from pymc_evidence.methods._particles import run_checks
 
     rng = np.random.default_rng(0)
     wf, wr = rng.normal(0.5, 1.0, 200), rng.normal(0.5, 1.0, 200)
     with pytest.warns(pme.EvidenceWarning, match="divergent"):
-        est = _estimate("bar", wf, wr, 7.0, 0.0)
+        est = works_log_evidence("bar", work_f=wf, work_r=wr)
+        est = run_checks(est, work_f=wf, physical_r=wr, n_div=7.0, nonfinite=0.0)
     assert est.diagnostics["n_divergences"] == 7.0
     assert any("divergent" in w for w in est.warnings)
 
@@ -132,7 +128,7 @@ def test_lis_bridged_exact(regression):
         regression.model, method="lis", random_seed=SEED, progressbar=False, chains=2
     )
     est = pme.log_evidence(idata)
-    _within(est, regression.log_z)
+    assert_log_z(est, regression.log_z, abs_tol=0.1, se_max=0.1)
     group = get_group(idata, "log_evidence")
     assert group.attrs["direction"] == "bridged" and est.method == "lis"
     assert group["log_r_forward"].dims == ("particle",)
@@ -152,7 +148,7 @@ def test_lis_forward_prior_base():
         random_seed=SEED,
         progressbar=False,
     )
-    _within(pme.log_evidence(idata), case.log_z)
+    assert_log_z(pme.log_evidence(idata), case.log_z, abs_tol=0.1, se_max=0.1)
     assert "sample_stats" not in pme.compat.group_names(idata)
 
 
@@ -163,9 +159,11 @@ def test_lis_bad_direction(regression):
 
 @pytest.mark.parametrize("method", ["ais", "smc"])
 def test_diverging_kernels_warn_on_the_funnel(method):
-    """Centred funnel: HMC trajectories diverge in the neck; particle methods now say so."""
+    """Centred funnel kept as written (``reparam=None``): HMC trajectories diverge in the
+    neck, and the particle methods say so."""
     case = tm.hierarchical_normal(J=8, centered=True)
     options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"draws": 200}
+    options["reparam"] = None
     with pytest.warns(pme.EvidenceWarning, match="not finite"):
         idata = pme.sample_evidence(
             case.model, method=method, random_seed=SEED, progressbar=False, **options

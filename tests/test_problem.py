@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.methods import REGISTRY, get_method, resolve_options
@@ -121,3 +122,35 @@ def test_same_seed_same_number_in_a_fresh_process(method):
 def test_cores_do_not_change_the_number():
     case = _small()
     assert _run(case, "bridge", 3, cores=1) == _run(case, "bridge", 3, cores=2)
+
+
+def test_st_results_describe_their_own_resampling():
+    """ST's posterior was once labelled as resampled from CT draws."""
+    case = beta_bernoulli(n=10, heads=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pme.sample_evidence(
+            case.model, "st", draws=100, tune=200, chains=1, n_levels=4, base="prior",
+            random_seed=1, progressbar=False,
+        )  # fmt: skip
+    note = pme.compat.get_group(idata, "posterior").attrs["pymc_evidence_note"]
+    assert "simulated-tempering" in note and "CT" not in note
+
+
+def test_cross_check_shares_the_problem_and_combines():
+    case = _small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pme.sample_evidence(
+            case.model, ["smc", "bridge"], draws=300, tune=300, chains=2, base="prior",
+            random_seed=4, progressbar=False,
+        )  # fmt: skip
+    est = pme.log_evidence(idata)
+    assert est.method == "smc+bridge" and est.n_chains == 2
+    assert pme.compat.get_group(idata, "log_evidence").attrs["methods"] == "smc,bridge"
+    assert_log_z(est, case.log_z, abs_tol=0.1)
+
+
+def test_cross_check_refuses_an_option_no_method_takes():
+    with pytest.raises(TypeError, match="unknown option"):
+        pme.sample_evidence(_small().model, ["smc", "bridge"], bogus=1, progressbar=False)

@@ -35,11 +35,45 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 class BaseDensity(Protocol):
     """What every base density offers (a structural type; nothing to inherit).
 
-    Attributes ``kind``, ``ndim``, ``names``, ``sizes``, ``log_zeta``, ``info``; numeric
-    methods ``logp(x)``, ``sample(n, rng)``, ``moments()``, the ``scale`` property and
-    ``with_values(**changes)``; graph methods ``make_shared()``, ``assign(shared)`` and
-    ``logp_graph(model, shared, x)``; ``structure``, which two bases share exactly when one
-    can be assigned into the shared variables made by the other.
+    Attributes
+    ----------
+    kind : str
+        ``"advi"``, ``"fullrank_advi"``, ``"merged"``, ``"moments"``, ``"mixture"``,
+        ``"prior"``.
+    ndim : int
+    names, sizes : tuple
+        Layout of the raveled unconstrained space (value-variable names and sizes).
+    log_zeta : float
+        Current guess of ``log Z`` that goes with the base.
+    info : dict
+    scale : ndarray, shape (d,)
+        Per-coordinate standard deviation, for HMC preconditioning and mass matrices.
+    structure : tuple
+        Equal for two bases exactly when one can be assigned into shared variables made by
+        the other (same type, dimension and number of components).
+
+    Methods
+    -------
+    logp(x)
+        Normalized log density at the rows of ``x`` (n, d), shape (n,).
+    sample(n, rng)
+        ``n`` exact draws, shape (n, d).
+    moments()
+        ``(mean (d,), covariance (d, d))``.
+    with_values(**changes)
+        A copy of the same type with fields replaced.
+    make_shared()
+        A dict of PyTensor shared variables holding ``log_zeta`` and the parameters.
+    assign(shared)
+        Write this base's values into ``shared`` (same structure, else ``ValueError``).
+    logp_graph(model, shared, x)
+        Symbolic normalized ``log q`` at the raveled value vector ``x`` of ``model``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> isinstance(GaussianBase(np.zeros(1), np.eye(1), 0.0, "moments"), BaseDensity)
+    True
     """
 
     kind: str
@@ -49,27 +83,27 @@ class BaseDensity(Protocol):
     info: dict
 
     @property
-    def ndim(self) -> int: ...  # noqa: D102
+    def ndim(self) -> int: ...
 
     @property
-    def scale(self) -> np.ndarray: ...  # noqa: D102
+    def scale(self) -> np.ndarray: ...
 
     @property
-    def structure(self) -> tuple: ...  # noqa: D102
+    def structure(self) -> tuple: ...
 
-    def with_values(self, **changes): ...  # noqa: D102
+    def with_values(self, **changes): ...
 
-    def logp(self, x: np.ndarray) -> np.ndarray: ...  # noqa: D102
+    def logp(self, x: np.ndarray) -> np.ndarray: ...
 
-    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray: ...  # noqa: D102
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray: ...
 
-    def moments(self) -> tuple[np.ndarray, np.ndarray]: ...  # noqa: D102
+    def moments(self) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def make_shared(self) -> dict: ...  # noqa: D102
+    def make_shared(self) -> dict: ...
 
-    def assign(self, shared: dict) -> None: ...  # noqa: D102
+    def assign(self, shared: dict) -> None: ...
 
-    def logp_graph(self, model, shared: dict, x): ...  # noqa: D102
+    def logp_graph(self, model, shared: dict, x): ...
 
 
 def make_shared(values: dict) -> dict:

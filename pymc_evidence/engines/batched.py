@@ -5,10 +5,9 @@ space at once. :func:`batched_log_densities` builds the single-point graphs of t
 joint log density ``log f`` (Jacobians included, as in :func:`pymc.Model.logp`) and of the
 normalized base log density ``log q`` on one flat vector, differentiates them with
 :func:`pytensor.grad`, and vectorizes the four outputs over the rows of a matrix with
-:func:`pytensor.graph.replace.vectorize_graph`. The result is compiled once per model and
-base *structure* (type, dimension, number of mixture components) and cached: the base's
-parameters live in shared variables, so a new base of the same structure (a refitted
-Gaussian, a new ``log zeta``) reuses the compiled function.
+:func:`pytensor.graph.replace.vectorize_graph`. The result is compiled once per
+``(model, base)`` pair and cached. ``log q`` comes from the base's own graph
+(:meth:`~pymc_evidence.base.BaseDensity.logp_graph`), so every kind of base works alike.
 
 Both gradients are returned separately (rather than the gradient of one tempered density):
 any point of the geometric path ``beta * log f + (1 - beta) * log q`` is then a cheap numpy
@@ -64,7 +63,6 @@ class BatchedDensity:
     base: BaseDensity
     vectorized: bool
     _fn: object = field(repr=False)
-    _graph: dict = field(default_factory=dict, repr=False)
     n_calls: int = 0
     n_points: int = 0
     n_nonfinite: int = 0
@@ -97,9 +95,6 @@ class BatchedDensity:
         if x.shape[1] != self.ndim:
             raise ValueError(f"particles have dimension {x.shape[1]}, the model {self.ndim}")
         self.n_calls += 1
-        if self._graph and self._graph["base"] is not self.base:  # shared with another base
-            self.base.assign(self._graph["shared"])
-            self._graph["base"] = self.base
         if self.vectorized:
             out = self._fn(x)
         else:
@@ -172,9 +167,7 @@ def batched_log_densities(
         Taken from the context when omitted.
     base : GaussianBase, MixtureBase or PriorBase
         The normalized base density on the model's raveled unconstrained space. Its
-        parameters are held in shared variables: bases of one structure (type, dimension,
-        number of components) share one compiled function, and each
-        :class:`BatchedDensity` writes its own base's values before evaluating.
+        parameters are frozen into the compiled function: a new base object compiles anew.
     vectorize : bool, default True
         Vectorize over particles with :func:`~pytensor.graph.replace.vectorize_graph`. If
         False, or if vectorization fails (then with an :class:`EvidenceWarning`), rows are
@@ -204,17 +197,10 @@ def batched_log_densities(
         raise ValueError("a base density is required (see pymc_evidence.fit_base)")
     space = model_space(model)
     _check_layout(base, space)
-    per_model = _CACHE.setdefault(model, {"graphs": {}, "densities": weakref.WeakKeyDictionary()})
-    key = (bool(vectorize), base.structure)
-    per_base = per_model["densities"].setdefault(base, {})
+    per_model = _CACHE.setdefault(model, weakref.WeakKeyDictionary())
+    key = (bool(vectorize),)
+    per_base = per_model.setdefault(base, {})
     if key not in per_base:
-        if key not in per_model["graphs"]:
-            shared = base.make_shared()
-            vectorized, fn = _compile(model, base, space, shared, vectorize)
-            graph = {"vectorized": vectorized, "fn": fn, "shared": shared, "base": base}
-            per_model["graphs"][key] = graph
-        graph = per_model["graphs"][key]
-        per_base[key] = BatchedDensity(
-            space=space, base=base, vectorized=graph["vectorized"], _fn=graph["fn"], _graph=graph
-        )
+        vectorized, fn = _compile(model, base, space, base.make_shared(), vectorize)
+        per_base[key] = BatchedDensity(space=space, base=base, vectorized=vectorized, _fn=fn)
     return per_base[key]

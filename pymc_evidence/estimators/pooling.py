@@ -7,7 +7,10 @@ from scipy import stats
 
 from .record import EvidenceEstimate
 
-__all__ = ["pool_chain_estimates"]
+__all__ = ["CROSS_CHECK_Z", "cross_check", "pool_chain_estimates"]
+
+#: Methods whose estimates differ by more than this many combined se are said to disagree.
+CROSS_CHECK_Z = 3.0
 
 
 def pool_chain_estimates(estimates, *, method: str, diagnostics: dict | None = None):
@@ -52,4 +55,70 @@ def pool_chain_estimates(estimates, *, method: str, diagnostics: dict | None = N
         per_chain_se=ses,
         diagnostics=diag,
         warnings=tuple(messages),
+    )
+
+
+def cross_check(estimates, *, z_max: float = CROSS_CHECK_Z) -> EvidenceEstimate:
+    """Combine estimates of the same ``log Z`` by methods with independent failure modes.
+
+    The combined value is the inverse-variance weighted mean; its se is the weighted
+    mean's, inflated by the Birge ratio ``sqrt(chi2 / (k - 1))`` when the estimates scatter
+    more than their errors allow, so a disagreement widens the error bar instead of hiding.
+    When any pair differs by more than ``z_max`` combined standard errors, a warning names
+    the two. Per-method values go in ``per_chain_log_z``/``per_chain_se`` (in order).
+
+    Parameters
+    ----------
+    estimates : sequence of EvidenceEstimate
+        At least two, each with a finite, positive se.
+    z_max : float
+        Pairwise disagreement threshold, in combined standard errors.
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method`` is the methods joined by ``"+"``; diagnostics ``cross_check_max_z`` and
+        ``cross_check_birge_ratio``; the estimates' own warnings are kept.
+
+    Examples
+    --------
+    >>> a = EvidenceEstimate(log_z=-3.00, se=0.02, method="smc")
+    >>> b = EvidenceEstimate(log_z=-3.03, se=0.02, method="bridge")
+    >>> est = cross_check([a, b])
+    >>> est.method, round(est.log_z, 3), est.warnings
+    ('smc+bridge', -3.015, ())
+    """
+    estimates = list(estimates)
+    if len(estimates) < 2:
+        raise ValueError("a cross-check needs at least two estimates")
+    values = np.array([e.log_z for e in estimates], dtype=float)
+    ses = np.array([e.se for e in estimates], dtype=float)
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(ses)) and np.all(ses > 0)):
+        raise ValueError(f"every estimate needs a finite value and se > 0, got {values}, {ses}")
+    w = 1.0 / ses**2
+    mean = float(w @ values / w.sum())
+    chi2 = float(np.sum(w * (values - mean) ** 2))
+    birge = max(1.0, np.sqrt(chi2 / (values.size - 1)))
+    names = [e.method for e in estimates]
+    messages = [m for e in estimates for m in e.warnings]
+    worst = 0.0
+    for i in range(values.size):
+        for j in range(i + 1, values.size):
+            z = abs(values[i] - values[j]) / np.hypot(ses[i], ses[j])
+            worst = max(worst, float(z))
+            if z > z_max:
+                messages.append(
+                    f"{names[i]} ({values[i]:.3f} ± {ses[i]:.3f}) and {names[j]} "
+                    f"({values[j]:.3f} ± {ses[j]:.3f}) disagree by {z:.1f} combined se: at "
+                    "least one of them has missed part of the posterior (a mode, a funnel's "
+                    "neck) or has an optimistic se; the combined se is widened accordingly"
+                )
+    return EvidenceEstimate(
+        log_z=mean,
+        se=float(birge / np.sqrt(w.sum())),
+        method="+".join(names),
+        per_chain_log_z=values,
+        per_chain_se=ses,
+        diagnostics={"cross_check_max_z": worst, "cross_check_birge_ratio": float(birge)},
+        warnings=tuple(dict.fromkeys(messages)),
     )

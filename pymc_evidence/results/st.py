@@ -83,7 +83,9 @@ def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
         "c_max_abs_dev": float(max(e.diagnostics["c_max_abs_dev"] for e in per_chain)),
     }
     pooled = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
-    extra = ["some chain made no round trip between beta = 0 and beta = 1"] * (trips.min() == 0)
+    extra = []
+    if np.min(trips) == 0:
+        extra.append("some chain made no round trip between beta = 0 and beta = 1")
     quiet = replace(pooled, warnings=())  # the chains' warnings are emitted here, once
     diagnostics = {**pooled.diagnostics, **divergences(raw)}
     est = checked(quiet, diagnostics, [*pooled.warnings, *extra], stacklevel=4)

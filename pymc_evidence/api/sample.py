@@ -1,0 +1,207 @@
+"""``sample_evidence``: build the problem, run the method(s), assemble the results."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pymc as pm
+
+from ..estimators.pooling import cross_check
+from ..methods import get_method, resolve_options
+from ..problem import EvidenceProblem, SamplingArgs
+from ..results.assemble import add_messages, assemble_results
+
+__all__ = ["sample_evidence"]
+
+#: Options that shape the problem rather than one method.
+_PROBLEM_KEYS = ("potentials", "reparam", "base", "base_kwargs")
+
+
+def sample_evidence(
+    model: pm.Model | None = None,
+    method="ct",
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    cores: int | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+    **method_options,
+):
+    """Estimate the marginal likelihood ``log Z = log p(y | model)`` with a standard error.
+
+    Parameters
+    ----------
+    model : pm.Model, optional
+        Taken from the context when omitted. Needs proper priors and continuous free
+        variables (see :func:`pymc_evidence.check_model`).
+    method : str or list of str
+        One of ``"ct"``, ``"gibbs_ct"``, ``"st"``, ``"ais"``, ``"rais"``, ``"bar"``,
+        ``"lis"``, ``"smc"``, ``"arm"``, ``"bridge"`` (:data:`pymc_evidence.METHODS`).
+        A list (e.g. ``["smc", "bridge"]``) is a cross-check: every method runs on the
+        same problem (one base fit, one NUTS run), and the result holds their
+        inverse-variance weighted combination (se widened by the Birge ratio when they
+        scatter more than their errors allow; per-method values on the ``run`` dim, names
+        in the ``methods`` attribute), with an :class:`~pymc_evidence.EvidenceWarning`
+        when two disagree by more than 3 combined se.
+        ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
+        extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
+        temperature followed by an exact draw of the temperature. ``"st"``: simulated
+        tempering on a discrete ladder with Rao-Blackwellized evidence (Carlson et al. 2016),
+        through :class:`pymc_evidence.SimulatedTempering`. ``"ais"``, ``"rais"``, ``"bar"``:
+        forward AIS, reverse AIS and their Bennett-acceptance-ratio combination (Habeck
+        2017) with all particles moved together by batched HMC. ``"lis"``: linked
+        importance sampling (Neal 2005), forward and reverse runs joined by the optimal
+        top-level bridge (bridged LIS). ``"smc"``, ``"arm"``: tempered resample-move SMC
+        and its adaptive-particle-count form (Fraccaro et al.). ``"bridge"``: bridge
+        sampling from NUTS posterior draws (:func:`pymc_evidence.bridge_sampling`).
+    draws, tune, chains, cores, random_seed, progressbar
+        As in :func:`pymc.sample`, for the final run. ``random_seed`` seeds everything
+        (one :class:`numpy.random.SeedSequence`, see :mod:`pymc_evidence.problem`).
+    **method_options
+        For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
+        terms as part of the likelihood) and ``reparam`` (``"auto"``, default: work on the
+        non-centred form of centred location-scale variables, see
+        :func:`pymc_evidence.transforms.reparametrize`; ``log Z`` is unchanged and the
+        posterior keeps the variables as written; ``None`` keeps the model as written).
+        A fitted ``base`` or a ``posterior`` of the model as written turns ``"auto"`` off.
+
+        For the CT methods:
+
+        - ``base``: ``"advi"`` (default), ``"fullrank_advi"``, ``"prior"`` or a fitted
+          base from :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base``
+          (default ``{"restarts": 8}``: eight ADVI fits from different starts, merged into
+          one Gaussian covering every mode they found).
+        - ``adapt_rounds`` (3), ``adapt_draws`` (500), ``adapt_tune`` (500): the bootstrap
+          rounds that refit the base to the weighted posterior moments and set ``log zeta``
+          to the running estimate; they stop early once ``log zeta`` is stable.
+        - ``covariance``: ``"auto"`` (full below 200 dimensions), ``"full"`` or ``"diag"``
+          for the refitted base.
+        - ``potentials``: ``"likelihood"`` to accept ``pm.Potential`` terms as part of the
+          likelihood.
+        - ``nuts_sampler``: ``"pymc"`` (default), ``"nutpie"`` or ``"numpyro"`` (joint form).
+        - ``target_accept`` (0.95: tempered targets mix a broad base with the posterior,
+          and divergences bias the estimate).
+
+        For ``"st"``: ``base``, ``base_kwargs`` and ``potentials`` as above, and the
+        arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
+        ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ``target_accept``, ...).
+
+        For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (``"prior"`` gives
+        the power-posterior path from exact prior draws), ``n_particles`` (256),
+        ``n_stages`` (200), ``schedule`` (``"sigmoidal"``, ``"geometric"``, ``"linear"``,
+        ``"adaptive"``: chosen by a pilot run, kernels frozen; or an array of betas),
+        ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start
+        reverse AIS; without it ``draws``/``tune``/``chains`` set an internal NUTS run with
+        ``target_accept=0.95``, whose divergences are reported as a warning).
+
+        For ``"lis"``: ``base``/``base_kwargs``, ``n_particles`` (128 runs per direction),
+        ``n_stages`` (20 links, schedule of equal thermodynamic length from a pilot AIS
+        run), ``chain_length`` (10 transitions per chain), ``n_leapfrog`` (10),
+        ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
+        ``"reverse"``) and ``posterior`` as for ``"bar"``.
+
+        For ``"smc"`` and ``"arm"``: ``draws`` is the number of particles per run and
+        ``chains`` the number of independent runs (their spread gives the se); ``tune`` and
+        ``cores`` are not used. Options: ``base``/``base_kwargs``, ``schedule``
+        (``"adaptive"``: next temperature by bisection on the conditional ESS, or an array
+        of betas), ``target_ess`` (0.8), ``resample_threshold`` (0.5), ``resampling``
+        (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (10),
+        ``arm_threshold`` (0.7), ``max_expansions`` (3), ``n_particles``, ``n_runs``. With
+        the adaptive schedule every step already has a conditional ESS of ``target_ess``,
+        so ARM expands only when ``arm_threshold > target_ess`` or with a fixed schedule;
+        that is where it helps (see :func:`pymc_evidence.api.smc.run_smc`).
+
+        For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
+        ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
+        ``"warp3"``), ``n_proposal``, ``maxiter``, ``tol`` (see
+        :func:`pymc_evidence.bridge_sampling`).
+
+    Returns
+    -------
+    InferenceData or DataTree
+        ``posterior`` (draws importance-resampled to the posterior), ``extended_posterior``
+        (the raw tempered draws with ``ct_log_w0``/``ct_log_w1``), ``sample_stats``,
+        ``observed_data`` and the ``log_evidence`` group; read it with
+        :func:`pymc_evidence.log_evidence`.
+
+    Examples
+    --------
+    >>> import pymc as pm, pymc_evidence as pme
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     pm.Bernoulli("y", p, observed=[1, 0, 1, 1])
+    ...     idata = pme.sample_evidence(draws=500, tune=500, chains=2, random_seed=3,
+    ...                                 progressbar=False)
+    >>> est = pme.log_evidence(idata)    # exact: log B(4, 2) = log(1/20) = -2.996
+    >>> bool(abs(est.log_z + 2.9957) < max(4 * est.se, 0.1))
+    True
+    """
+    names = [method] if isinstance(method, str) or method is None else list(method)
+    specs = [get_method(name) for name in names]
+    per_method = _split_options(specs, method_options)
+    sampling = SamplingArgs(
+        draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
+    )
+    problem = _problem(model, random_seed, sampling, per_method)
+    results = [spec.run(problem, options) for spec, options in zip(specs, per_method, strict=True)]
+    attrs = {
+        "draws": int(draws),
+        "tune": int(tune),
+        "chains": int(chains),
+        "random_seed_entropy": str(problem.seed.entropy),
+        "reparametrized": ",".join(problem.reparametrized),
+    }
+    if len(results) == 1:
+        result = results[0]
+        attrs.update(result.attrs)
+        return assemble_results(result.estimate, result.groups, layout=result.layout, attrs=attrs)
+    est = _combined([r.estimate for r in results])
+    attrs["methods"] = ",".join(names)
+    return assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
+
+
+def _split_options(specs, given: dict) -> list[dict]:
+    """Each method's options (defaults filled in and checked) from one set of keywords;
+    a keyword no method accepts is a ``TypeError``."""
+    accepted = [spec.accepted() for spec in specs]
+    unknown = sorted(set(given).difference(*accepted))
+    if unknown:
+        valid = sorted(set().union(*accepted))
+        raise TypeError(
+            f"unknown option(s) {unknown} for {[s.name for s in specs]}; valid: {valid}"
+        )
+    return [
+        resolve_options(spec, {k: v for k, v in given.items() if k in ok})
+        for spec, ok in zip(specs, accepted, strict=True)
+    ]
+
+
+def _problem(model, random_seed, sampling, per_method) -> EvidenceProblem:
+    """One problem for every method of the call (so they share the base and NUTS draws)."""
+    shared = {}
+    for options in per_method:
+        for key in _PROBLEM_KEYS:
+            if key in options:
+                shared.setdefault(key, options.pop(key))
+    reparam = shared.get("reparam", "auto")
+    if any(o.get("posterior") is not None for o in per_method):
+        reparam = None  # the user's draws are of the model as written
+    return EvidenceProblem.build(
+        model,
+        random_seed=random_seed,
+        sampling=sampling,
+        potentials=shared.get("potentials"),
+        base=shared.get("base", "advi"),
+        base_kwargs=shared.get("base_kwargs"),
+        reparam=reparam,
+    )
+
+
+def _combined(estimates):
+    """The cross-check of several methods' estimates; new warnings are emitted once."""
+    est = cross_check(estimates)
+    old = {m for e in estimates for m in e.warnings}
+    kept = tuple(m for m in est.warnings if m in old)
+    return add_messages(replace(est, warnings=kept), [m for m in est.warnings if m not in old])
