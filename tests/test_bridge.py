@@ -9,8 +9,7 @@ from _accuracy import assert_log_z
 from scipy import integrate, stats
 
 import pymc_evidence as pme
-from pymc_evidence import compat
-from pymc_evidence import bridge_sampling
+from pymc_evidence import bridge_sampling, compat
 from pymc_evidence.estimators.bridge import (
     bridge_log_evidence,
     combine_bridge_runs,

@@ -5,7 +5,7 @@ Every base (:class:`GaussianBase`, :class:`MixtureBase`, :class:`PriorBase`) imp
 """
 
 from .advi import BaseFitError
-from .fit import BASE_METHODS, COMBINE_METHODS, fit_base
+from .fit import BASE_METHODS, COMBINE_METHODS, DEFAULT_RESTARTS, fit_base
 from .gaussian import BaseDensity, GaussianBase
 from .mixture import MixtureBase
 from .prior import PriorBase, prior_draws
@@ -14,6 +14,7 @@ from .space import ModelSpace, model_space
 __all__ = [
     "BASE_METHODS",
     "COMBINE_METHODS",
+    "DEFAULT_RESTARTS",
     "BaseDensity",
     "BaseFitError",
     "GaussianBase",

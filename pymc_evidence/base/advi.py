@@ -1,75 +1,306 @@
 """Automatic differentiation variational inference (ADVI) on a :class:`ModelSpace`.
 
-A small, self-contained implementation (Kucukelbir et al. 2017) that reuses the model's one
-compiled ``logp_dlogp`` function for every step and every restart, instead of recompiling a
-variational graph per fit. Reparameterization gradients with Adam, a decaying learning rate
-and Polyak averaging of the last iterates; the result is evaluated by a fresh Monte Carlo
-estimate of the ELBO and of the importance-sampling estimate of ``log Z``.
+A small, self-contained implementation (Kucukelbir et al. 2017) that fits every restart at
+once: the parameters of ``R`` Gaussians are one ``(R, n_params)`` array, and each Adam step
+evaluates the model's log density and gradient at all ``R x n_mc`` Monte Carlo points in one
+compiled, vectorized call (:func:`batched_logp`, compiled once per model and cached).
+Reparameterization gradients with Adam, a decaying learning rate and Polyak averaging of the
+last iterates; each result is evaluated by a fresh Monte Carlo estimate of the ELBO and of
+the importance-sampling estimate of ``log Z`` (:func:`evaluate_bases`, batched too).
 """
 
 from __future__ import annotations
 
+import warnings
+import weakref
+from dataclasses import dataclass, field
+
 import numpy as np
+import pytensor.tensor as pt
+from pymc.logprob.utils import local_check_parameter_to_ninf_switch
+from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import in2out
+from pytensor.graph.rewriting.utils import rewrite_graph
 from scipy.special import logsumexp
 
-from .gaussian import GaussianBase
+from ._compile import compile_fn
 from .space import ModelSpace
 
-__all__ = ["BaseFitError", "run_advi", "evaluate_base"]
+__all__ = ["BaseFitError", "batched_logp", "evaluate_bases", "run_advi"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class BaseFitError(RuntimeError):
     """ADVI did not produce a usable base density."""
 
 
-class _Adam:
-    def __init__(self, size, lr, b1=0.9, b2=0.999, eps=1e-8):
-        self.m = np.zeros(size)
-        self.v = np.zeros(size)
-        self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
+# ------------------------------------------------------------------------------------------
+# The model's log density and gradient at the rows of a matrix
+@dataclass(eq=False)
+class BatchedLogp:
+    """Joint log density (Jacobians included) and its gradient at every row of a matrix.
 
-    def ascend(self, params, grad, lr_scale):
-        self.t += 1
-        self.m = self.b1 * self.m + (1 - self.b1) * grad
-        self.v = self.b2 * self.v + (1 - self.b2) * grad**2
-        m_hat = self.m / (1 - self.b1**self.t)
-        v_hat = self.v / (1 - self.b2**self.t)
-        return params + self.lr * lr_scale * m_hat / (np.sqrt(v_hat) + self.eps)
+    Get one from :func:`batched_logp`.
+
+    Attributes
+    ----------
+    space : ModelSpace
+    vectorized : bool
+        True when one compiled function evaluates all rows; False when a single-point
+        function is called row by row (the fallback when vectorization fails).
+    """
+
+    space: ModelSpace
+    vectorized: bool
+    _fn: object = field(repr=False)
+
+    def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(log f (n,), grad log f (n, d))`` at the rows of ``xs`` (n, d); non-finite
+        values are returned as computed, row by row."""
+        xs = np.atleast_2d(np.asarray(xs, dtype=np.float64))
+        if self.vectorized:
+            logp, grad = self._fn(xs)
+        else:
+            rows = [self._fn(x) for x in xs]
+            logp, grad = [r[0] for r in rows], [r[1] for r in rows]
+        logp = np.asarray(logp, dtype=np.float64).reshape(len(xs))
+        return logp, np.asarray(grad, dtype=np.float64).reshape(xs.shape)
 
 
-def _unpack(params, d, fullrank):
-    mean = params[:d]
-    log_diag = params[d : 2 * d]
-    chol = np.diag(np.exp(log_diag))
+def _point_graph(space: ModelSpace):
+    """Flat vector ``x`` and the graphs ``[log f(x), grad log f(x)]``.
+
+    Parameter checks become ``-inf`` switches *before* vectorizing, so that a row outside
+    the support gives ``-inf`` for that row only (a vectorized check would fail them all).
+    """
+    model = space.model
+    flat = pt.vector("x", dtype="float64")
+    replace, start = {}, 0
+    for var, shape, size in zip(model.value_vars, space.shapes, space.sizes, strict=True):
+        replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
+        start += size
+    logp = graph_replace(model.logp(jacobian=True), replace, strict=False)
+    to_switch = in2out(local_check_parameter_to_ninf_switch)
+    logp = rewrite_graph(logp, include=(), custom_rewrite=to_switch, clone=True)
+    logp = pt.cast(logp, "float64")
+    return flat, [logp, pt.grad(logp, flat)]
+
+
+def _compile_batched(space: ModelSpace, vectorize: bool):
+    flat, outputs = _point_graph(space)
+    if vectorize:
+        try:
+            xs = pt.matrix("xs", dtype="float64")
+            fn = compile_fn([xs], vectorize_graph(outputs, replace={flat: xs}))
+            fn.trust_input = True  # BatchedLogp passes float64 matrices only
+            return True, fn
+        except Exception as err:  # any op that cannot be batched
+            warnings.warn(
+                f"could not vectorize the model's log density ({err!r}); ADVI evaluates "
+                "its Monte Carlo draws one point at a time, which is much slower",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return False, compile_fn([flat], outputs)
+
+
+def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
+    """The (cached) batched log density and gradient of a model's raveled space.
+
+    Parameters
+    ----------
+    space : ModelSpace
+    vectorize : bool, default True
+        Vectorize over rows with :func:`~pytensor.graph.replace.vectorize_graph`. If False,
+        or if vectorization fails (then with a ``RuntimeWarning``), rows are evaluated in a
+        Python loop by a single-point function.
+
+    Returns
+    -------
+    BatchedLogp
+        Compiled once per model (and ``vectorize``) and cached while the model lives.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_evidence.base import model_space
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+    >>> logp, grad = batched_logp(model_space(model))(np.ones((3, 2)))
+    >>> bool(np.allclose(logp, -1.0 - np.log(2 * np.pi))), bool(np.allclose(grad, -1.0))
+    (True, True)
+    """
+    per_model = _CACHE.setdefault(space.model, {})
+    key = bool(vectorize)
+    if key not in per_model:
+        vectorized, fn = _compile_batched(space, key)
+        per_model[key] = BatchedLogp(space=space, vectorized=vectorized, _fn=fn)
+    return per_model[key]
+
+
+# ------------------------------------------------------------------------------------------
+# Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
+def _init_params(starts, fullrank, init_scale):
+    n_fits, d = starts.shape
+    params = np.zeros((n_fits, 2 * d + (d * (d - 1) // 2 if fullrank else 0)))
+    params[:, :d] = starts
+    params[:, d : 2 * d] = np.log(init_scale)
+    return params
+
+
+def unpack(params: np.ndarray, d: int, fullrank: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Means ``(R, d)`` and lower Cholesky factors ``(R, d, d)`` of parameter rows."""
+    params = np.atleast_2d(params)
+    chols = np.zeros((len(params), d, d))
+    diag = np.arange(d)
+    chols[:, diag, diag] = np.exp(params[:, d : 2 * d])
     if fullrank:
-        chol[np.tril_indices(d, -1)] = params[2 * d :]
-    return mean, log_diag, chol
+        rows, cols = np.tril_indices(d, -1)
+        chols[:, rows, cols] = params[:, 2 * d :]
+    return params[:, :d], chols
 
 
-def _elbo_gradient(space, params, d, fullrank, n_mc, rng):
-    mean, log_diag, chol = _unpack(params, d, fullrank)
-    eps = rng.standard_normal((n_mc, d))
-    xs = mean + eps @ chol.T
-    logps, grads = np.empty(n_mc), np.empty((n_mc, d))
-    for i, x in enumerate(xs):
-        logps[i], grads[i] = space.logp_dlogp(x)
-    if not (np.all(np.isfinite(logps)) and np.all(np.isfinite(grads))):
-        return None, None
-    cross = grads.T @ eps / n_mc
+def _draw_points(params, eps, d, fullrank):
+    """Reparameterized points ``mean + chol @ eps``, shape ``(R, n_mc, d)``."""
+    mean = params[:, None, :d]
+    if not fullrank:
+        return mean + eps * np.exp(params[:, None, d : 2 * d])
+    _, chols = unpack(params, d, fullrank)
+    return mean + eps @ np.swapaxes(chols, 1, 2)
+
+
+def _evaluate(density, params, eps, idx, fullrank):
+    """Model log densities ``(r, n_mc)`` and gradients ``(r, n_mc, d)`` at the Monte Carlo
+    points of the fits ``idx`` (one batched call), and which fits met only finite values."""
+    n_mc, d = eps.shape[1:]
+    rows = slice(None) if idx.size == len(params) else idx
+    logps, grads = density(_draw_points(params[rows], eps[rows], d, fullrank).reshape(-1, d))
+    logps, grads = logps.reshape(idx.size, n_mc), grads.reshape(idx.size, n_mc, d)
+    return logps, grads, np.isfinite(logps.sum(axis=1) + grads.sum(axis=(1, 2)))
+
+
+def _elbo_gradients(params, eps, logps, grads, d, fullrank):
+    """Noisy ELBO ``(R,)`` and its reparameterization gradient ``(R, n_params)``."""
+    n_mc = eps.shape[1]
     grad = np.empty_like(params)
-    grad[:d] = grads.mean(axis=0)
-    grad[d : 2 * d] = np.diag(cross) * np.exp(log_diag) + 1.0
+    grad[:, :d] = grads.sum(axis=1) / n_mc
+    scale = np.exp(params[:, d : 2 * d])
     if fullrank:
-        grad[2 * d :] = cross[np.tril_indices(d, -1)]
-    elbo = logps.mean() + np.sum(log_diag) + 0.5 * d * (1.0 + _LOG_2PI)
+        cross = np.swapaxes(grads, 1, 2) @ eps / n_mc
+        grad[:, d : 2 * d] = np.diagonal(cross, axis1=1, axis2=2) * scale + 1.0
+        rows, cols = np.tril_indices(d, -1)
+        grad[:, 2 * d :] = cross[:, rows, cols]
+    else:
+        grad[:, d : 2 * d] = (grads * eps).sum(axis=1) * (scale / n_mc) + 1.0
+    elbo = logps.sum(axis=1) / n_mc + params[:, d : 2 * d].sum(axis=1) + 0.5 * d * (1.0 + _LOG_2PI)
     return elbo, grad
 
 
+class _Adam:
+    """Adam ascent on parameter rows, each row with its own step count."""
+
+    def __init__(self, shape, lr, b1=0.9, b2=0.999, eps=1e-8):
+        self.m, self.v, self.t = np.zeros(shape), np.zeros(shape), np.zeros(shape[0])
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+
+    def ascend(self, params, grad, lr_scale, rows):
+        """Update ``params[rows]`` in place with the gradient rows ``grad`` (one per row);
+        ``rows`` is an index array, or ``slice(None)`` for all rows (faster)."""
+        t = self.t[rows] + 1.0
+        m = self.b1 * self.m[rows] + (1 - self.b1) * grad
+        v = self.b2 * self.v[rows] + (1 - self.b2) * grad * grad
+        self.t[rows], self.m[rows], self.v[rows] = t, m, v
+        step = (self.lr * lr_scale / (1 - self.b1**t))[:, None] * m
+        params[rows] += step / (np.sqrt(v / (1 - self.b2**t)[:, None]) + self.eps)
+
+
+class _Schedule:
+    """Learning-rate scale and Polyak window: a constant rate until ``decay_start`` (half
+    the steps, or earlier with ``early_stop`` once the ELBO has plateaued, see
+    :meth:`check`), then a cosine decay to 5% over half the steps; the iterates of the last
+    20% of the steps are averaged."""
+
+    def __init__(self, n_steps: int, early_stop: bool):
+        self.n_steps, self.early_stop = n_steps, early_stop
+        self.decay_start = self.n_decay = n_steps / 2
+        self.window = max(25, n_steps // 16)
+
+    @property
+    def end(self) -> int:
+        """Number of steps run."""
+        return int(np.ceil(self.decay_start + self.n_decay))
+
+    def in_tail(self, step: int) -> bool:
+        """Whether the iterate after ``step`` joins the Polyak average."""
+        return step >= int(self.end - 0.2 * self.n_steps)
+
+    def lr_scale(self, step: int) -> float:
+        """Multiplier of the initial learning rate at ``step``."""
+        if step < self.decay_start:
+            return 1.0
+        return 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * (step - self.decay_start) / self.n_decay))
+
+    def check(self, traces: np.ndarray, active: np.ndarray, step: int) -> None:
+        """End the constant phase after ``step`` when no active fit's ELBO rises any more:
+        the mean noisy ELBO of its last window exceeds that of the window before by less
+        than two standard errors of the difference."""
+        w, done = self.window, step + 1
+        if not self.early_stop or done % w or done < 2 * w or done >= self.decay_start:
+            return
+        last, var_last = _mean_and_var(traces[active, done - w : done])
+        prev, var_prev = _mean_and_var(traces[active, done - 2 * w : done - w])
+        if last.size and np.all(last - prev < 2.0 * np.sqrt(var_last + var_prev)):
+            self.decay_start = done
+
+
+def _mean_and_var(x):
+    """Row means of ``x`` over its finite entries, and their squared standard errors."""
+    n = np.sum(np.isfinite(x), axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(x, axis=1) / n
+        return mean, np.nansum((x - mean[:, None]) ** 2, axis=1) / n**2
+
+
+@dataclass
+class AdviResult:
+    """ADVI fits from ``R`` start points.
+
+    Attributes
+    ----------
+    means : ndarray, shape (R, d)
+    chols : ndarray, shape (R, d, d)
+        The fitted Gaussians (Polyak average of the last 20% of iterates).
+    traces : ndarray, shape (R, n_steps)
+        Noisy ELBO at each step (NaN where the step was skipped).
+    errors : list of str or None
+        Why a fit failed (its mean and Cholesky rows are then meaningless), else None.
+    n_steps : int
+        Adam steps run (fewer than asked when the constant-rate phase stopped early).
+    """
+
+    means: np.ndarray
+    chols: np.ndarray
+    traces: np.ndarray
+    errors: list
+    n_steps: int
+
+
+def _record_failures(bad, n_bad, errors, active, step, max_bad):
+    """Count non-finite steps of the restarts ``bad``; drop those over the limit."""
+    n_bad[bad] += 1
+    for r in bad[n_bad[bad] > max_bad]:
+        active[r] = False
+        errors[r] = (
+            f"ADVI met non-finite log densities or gradients in {n_bad[r]} of {step + 1} "
+            "steps; the model may be badly scaled or the start point poor."
+        )
+
+
 def run_advi(
-    space: ModelSpace,
-    x0: np.ndarray,
+    density: BatchedLogp,
+    starts: np.ndarray,
     *,
     fullrank: bool = False,
     n_steps: int = 5000,
@@ -77,79 +308,106 @@ def run_advi(
     n_mc: int = 4,
     init_scale: float = 0.1,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fit a Gaussian by maximizing the ELBO from the start point ``x0``.
+    early_stop: bool = True,
+) -> AdviResult:
+    """Fit one Gaussian per start point by maximizing the ELBO, all restarts at once.
+
+    Parameters
+    ----------
+    density : BatchedLogp
+        From :func:`batched_logp`; called once per step at all ``R x n_mc`` points.
+    starts : ndarray, shape (R, d)
+        Initial means; the initial standard deviations are ``init_scale``.
+    rng : Generator
+        Each step draws ``(R, n_mc, d)`` standard normals, so a seed fixes every fit.
+    early_stop : bool, default True
+        Start the learning-rate decay once the constant-rate phase has plateaued (every
+        fit's noisy ELBO, averaged over windows of ``n_steps / 16`` steps, no longer rises
+        by two standard errors), not after ``n_steps / 2`` steps; the decay keeps its length.
 
     Returns
     -------
-    mean, chol : ndarray
-        The fitted Gaussian (Polyak average of the last 20% of iterates).
-    trace : ndarray
-        Noisy ELBO at each step (NaN where the step was skipped).
-
-    Raises
-    ------
-    BaseFitError
-        When more than 10% of the steps meet a non-finite density or gradient, or the
-        result is not finite.
+    AdviResult
+        A fit fails (and the others go on) when more than ``max(10, 10%)`` of its steps
+        meet a non-finite density or gradient, or its result is not finite.
     """
-    d = space.ndim
-    n_params = 2 * d + (d * (d - 1) // 2 if fullrank else 0)
-    params = np.zeros(n_params)
-    params[:d] = x0
-    params[d : 2 * d] = np.log(init_scale)
-    adam = _Adam(n_params, learning_rate)
-    trace = np.full(n_steps, np.nan)
-    tail_start = int(0.8 * n_steps)
-    tail_sum, n_tail, n_bad = np.zeros(n_params), 0, 0
-    for step in range(n_steps):
-        elbo, grad = _elbo_gradient(space, params, d, fullrank, n_mc, rng)
-        if elbo is None:
-            n_bad += 1
-            if n_bad > max(10, 0.1 * n_steps):
-                raise BaseFitError(
-                    f"ADVI met non-finite log densities or gradients in {n_bad} of {step + 1} "
-                    "steps; the model may be badly scaled or the start point poor."
-                )
-            continue
-        trace[step] = elbo
-        frac = step / n_steps
-        lr_scale = 1.0 if frac < 0.5 else 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * (2 * frac - 1)))
-        params = adam.ascend(params, grad, lr_scale)
-        if step >= tail_start:
-            tail_sum += params
-            n_tail += 1
-    params = tail_sum / max(n_tail, 1) if n_tail else params
-    mean, _, chol = _unpack(params, d, fullrank)
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(chol))):
-        raise BaseFitError("ADVI produced non-finite parameters")
-    return mean, chol, trace
+    starts = np.atleast_2d(np.asarray(starts, dtype=float))
+    n_fits, d = starts.shape
+    params = _init_params(starts, fullrank, init_scale)
+    adam = _Adam(params.shape, learning_rate)
+    traces = np.full((n_fits, n_steps), np.nan)
+    schedule, max_bad = _Schedule(n_steps, early_stop), max(10, 0.1 * n_steps)
+    tail_sum, n_tail = np.zeros_like(params), np.zeros(n_fits)
+    n_bad, active, errors = np.zeros(n_fits, dtype=int), np.ones(n_fits, bool), [None] * n_fits
+    step = 0
+    while step < schedule.end:
+        eps = rng.standard_normal((n_fits, n_mc, d))
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        logps, grads, ok = _evaluate(density, params, eps, idx, fullrank)
+        if not ok.all():
+            _record_failures(idx[~ok], n_bad, errors, active, step, max_bad)
+            idx, logps, grads = idx[ok], logps[ok], grads[ok]
+        rows = slice(None) if idx.size == n_fits else idx
+        elbo, grad = _elbo_gradients(params[rows], eps[rows], logps, grads, d, fullrank)
+        traces[rows, step] = elbo
+        adam.ascend(params, grad, schedule.lr_scale(step), rows)
+        if schedule.in_tail(step):
+            tail_sum[rows] += params[rows]
+            n_tail[rows] += 1
+        schedule.check(traces, active, step)
+        step += 1
+    done = n_tail > 0
+    params[done] = tail_sum[done] / n_tail[done, None]
+    means, chols = unpack(params, d, fullrank)
+    finite = np.isfinite(means).all(axis=1) & np.isfinite(chols).all(axis=(1, 2))
+    for r in np.flatnonzero(active & ~finite):
+        errors[r] = "ADVI produced non-finite parameters"
+    return AdviResult(means, chols, traces[:, : schedule.end], errors, schedule.end)
 
 
-def evaluate_base(space: ModelSpace, base: GaussianBase, n: int, rng: np.random.Generator):
-    """Fresh Monte Carlo ELBO and importance-sampling ``log Z`` estimate of a Gaussian base.
-
-    Returns
-    -------
-    dict
-        ``elbo``, ``elbo_se``, ``log_is`` (log-mean-exp of the importance weights, a
-        consistent but downward-biased estimate of ``log Z``), ``is_ess`` (Kish effective
-        sample size of the weights) and ``n_nonfinite`` (draws where the model density was
-        not finite, counted as weight zero).
-    """
-    xs = base.sample(n, rng)
-    log_w = space.logp_many(xs) - base.logp(xs)
+# ------------------------------------------------------------------------------------------
+# Fresh Monte Carlo evaluation
+def _weight_stats(log_w: np.ndarray) -> dict:
+    n = log_w.size
     n_nonfinite = int(np.sum(~np.isfinite(log_w)))
     log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
     finite = log_w[np.isfinite(log_w)]
     if finite.size < 2:
         raise BaseFitError("the model density is not finite at draws from the base")
-    log_is = float(logsumexp(log_w) - np.log(n))
     w = np.exp(log_w - np.max(log_w))
     return {
         "elbo": float(np.mean(finite)),
         "elbo_se": float(np.std(finite, ddof=1) / np.sqrt(finite.size)),
-        "log_is": log_is,
+        "log_is": float(logsumexp(log_w) - np.log(n)),
         "is_ess": float(w.sum() ** 2 / np.sum(w**2)),
         "n_nonfinite": n_nonfinite,
     }
+
+
+def evaluate_bases(density: BatchedLogp, bases, n: int, rng: np.random.Generator) -> list:
+    """Fresh Monte Carlo ELBO and importance-sampling ``log Z`` of several bases at once.
+
+    ``n`` draws of each base (drawn in order from ``rng``) are evaluated by the model in one
+    batched call.
+
+    Returns
+    -------
+    list of dict or BaseFitError
+        Per base: ``elbo``, ``elbo_se``, ``log_is`` (log-mean-exp of the importance
+        weights, a consistent but downward-biased estimate of ``log Z``), ``is_ess`` (Kish
+        effective sample size) and ``n_nonfinite`` (draws where the model density was not
+        finite, counted as weight zero); or the error when fewer than two were finite.
+    """
+    draws = [base.sample(n, rng) for base in bases]
+    if not draws:
+        return []
+    log_f = density(np.concatenate(draws))[0].reshape(len(draws), n)
+    out = []
+    for base, x, lf in zip(bases, draws, log_f, strict=True):
+        try:
+            out.append(_weight_stats(lf - base.logp(x)))
+        except BaseFitError as err:
+            out.append(err)
+    return out

@@ -1,4 +1,9 @@
-"""``fit_base``: the normalized base density every path starts from."""
+"""``fit_base``: the normalized base density every path starts from.
+
+All ADVI restarts are fitted at once (:func:`~pymc_evidence.base.advi.run_advi`): one
+compiled, vectorized evaluation of the model per Adam step for every restart and Monte
+Carlo draw, then one batched evaluation of all fits' fresh importance-sampling estimates.
+"""
 
 from __future__ import annotations
 
@@ -9,45 +14,95 @@ import pymc as pm
 from scipy.special import logsumexp
 
 from ..hygiene import check_model
-from .advi import BaseFitError, evaluate_base, run_advi
+from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
 from .gaussian import GaussianBase, moment_match
 from .mixture import MixtureBase
 from .prior import PriorBase, prior_draws
 from .space import model_space
 
-__all__ = ["BASE_METHODS", "COMBINE_METHODS", "fit_base", "prior_draws"]
+__all__ = ["BASE_METHODS", "COMBINE_METHODS", "DEFAULT_RESTARTS", "fit_base", "prior_draws"]
 
 BASE_METHODS = ("advi", "fullrank_advi", "prior")
 #: How distinct ADVI restarts are combined: one moment-matched Gaussian, or a mixture.
 COMBINE_METHODS = ("moments", "mixture")
+#: ADVI fits ``fit_base`` runs by default (all at once, vectorized): the model's initial
+#: point and ``DEFAULT_RESTARTS - 1`` prior draws.
+DEFAULT_RESTARTS = 8
 
 
-def _one_fit(space, x0, fullrank, n_steps, learning_rate, n_eval, rng):
-    mean, chol, trace = run_advi(
-        space, x0, fullrank=fullrank, n_steps=n_steps, learning_rate=learning_rate, rng=rng
+def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng):
+    """ADVI from every start at once, each fit evaluated by fresh Monte Carlo draws.
+
+    Returns the successful fits (in start order) and the errors of the failed ones.
+    """
+    density = batched_logp(space)
+    result = run_advi(
+        density, starts, fullrank=fullrank, n_steps=n_steps, learning_rate=learning_rate, rng=rng
     )
     kind = "fullrank_advi" if fullrank else "advi"
-    base = GaussianBase(mean, chol, log_zeta=0.0, kind=kind, names=space.names, sizes=space.sizes)
-    stats = evaluate_base(space, base, n_eval, rng)
-    if not np.isfinite(stats["elbo"]):
-        raise BaseFitError("the ELBO of the fitted base is not finite")
-    tail = trace[int(0.9 * len(trace)) :]
-    info = {"n_steps": n_steps, "elbo_trace_tail": float(np.nanmean(tail)), **stats}
+    ok = [k for k, err in enumerate(result.errors) if err is None]
+    errors = [f"restart {k}: {err}" for k, err in enumerate(result.errors) if err is not None]
+    bases = [
+        GaussianBase(
+            result.means[k], result.chols[k], 0.0, kind, names=space.names, sizes=space.sizes
+        )
+        for k in ok
+    ]
+    fits = []
+    tail = result.traces[:, int(0.9 * result.n_steps) :]
+    for k, base, stats in zip(ok, bases, evaluate_bases(density, bases, n_eval, rng), strict=True):
+        if isinstance(stats, BaseFitError) or not np.isfinite(stats["elbo"]):
+            errors.append(f"restart {k}: {stats if isinstance(stats, BaseFitError) else 'ELBO'}")
+            continue
+        info = {
+            "n_steps": result.n_steps,
+            "restart": k,
+            "elbo_trace_tail": _nanmean(tail[k]),
+            **stats,
+        }
+        fits.append(_with_stats(base, stats, info))
+    return fits, errors
+
+
+def _nanmean(x) -> float:
+    return float(np.nanmean(x)) if np.any(np.isfinite(x)) else float("nan")
+
+
+def _with_stats(base, stats, info):
     return base.with_values(
         log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
     )
 
 
 def _distinct(fits, tol):
-    """Drop fits whose means are within ``tol`` standard deviations of a better fit."""
-    kept = []
+    """Group fits whose means are within ``tol`` standard deviations of a better fit.
+
+    Returns ``(best, members)`` pairs, best first; ``members`` includes ``best``.
+    """
+    groups = []
     for fit in sorted(fits, key=lambda b: -b.log_zeta):
-        duplicate = any(
-            np.max(np.abs(fit.mean - k.mean) / np.sqrt(fit.std**2 + k.std**2)) < tol for k in kept
-        )
-        if not duplicate:
-            kept.append(fit)
-    return kept
+        for best, members in groups:
+            if np.max(np.abs(fit.mean - best.mean) / np.sqrt(fit.std**2 + best.std**2)) < tol:
+                members.append(fit)
+                break
+        else:
+            groups.append((fit, [fit]))
+    return groups
+
+
+def _pooled(best, members):
+    """``best`` with ``log_zeta`` pooled over the importance weights of all its duplicates.
+
+    Every member's estimate is unbiased for the same mass (in linear space), so their mean
+    is too, with a fraction of the variance; and it does not depend on which member was
+    the best, whereas the largest of several noisy estimates is biased upwards.
+    """
+    log_zetas = np.array([m.log_zeta for m in members])
+    if len(members) == 1:
+        return best
+    info = {**best.info, "log_zeta_fit": float(best.log_zeta), "n_pooled": len(members)}
+    log_zeta = float(logsumexp(log_zetas) - np.log(len(members)))
+    return best.with_values(log_zeta=log_zeta, info=info)
 
 
 def _fit_info(fits) -> dict:
@@ -83,7 +138,9 @@ def _combine_mixture(fits, space, n_eval, rng):
     base = MixtureBase.from_components(
         fits, log_weights, log_zeta=0.0, names=space.names, sizes=space.sizes
     )
-    stats = evaluate_base(space, base, n_eval, rng)
+    (stats,) = evaluate_bases(batched_logp(space), [base], n_eval, rng)
+    if isinstance(stats, BaseFitError):
+        raise stats
     info = {**_fit_info(fits), **stats, "log_zeta_sum": float(logsumexp(log_weights))}
     return base.with_values(
         log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
@@ -93,7 +150,7 @@ def _combine_mixture(fits, space, n_eval, rng):
 def fit_base(
     method: str = "advi",
     *,
-    restarts: int = 1,
+    restarts: int = DEFAULT_RESTARTS,
     n_steps: int | None = None,
     learning_rate: float = 0.05,
     n_eval: int = 1000,
@@ -108,12 +165,17 @@ def fit_base(
     ----------
     method : {"advi", "fullrank_advi", "prior"}
         Mean-field ADVI, full-rank ADVI, or the model's own prior (power-posterior path).
-    restarts : int
-        Number of ADVI fits; the first starts at the model's initial point, the others at
-        prior draws. Fits whose means lie within half a standard deviation of a better one
-        are dropped; the distinct ones are combined as ``combine`` says.
+    restarts : int, default DEFAULT_RESTARTS (8)
+        Number of ADVI fits, run together as one vectorized computation; the first starts
+        at the model's initial point, the others at prior draws. Fits whose means lie
+        within half a standard deviation of a better one are its duplicates: they are
+        dropped, and the ``log_zeta`` of the fit kept is the mean of the importance-sampling
+        estimates of the group (``info["n_pooled"]``), not the largest of them (which is
+        biased upwards). The distinct fits are combined as ``combine`` says.
     n_steps : int, optional
-        ADVI iterations per fit (default 4000 mean-field, 6000 full-rank).
+        Most ADVI iterations (default 4000 mean-field, 6000 full-rank). The constant
+        learning-rate phase (at most half of them) ends early once every fit's ELBO has
+        stopped rising; ``info["n_steps"]`` records the iterations run.
     learning_rate : float
         Adam's initial learning rate.
     n_eval : int
@@ -170,12 +232,9 @@ def fit_base(
     starts = [space.initial_x()]
     if restarts > 1:
         starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
-    fits, errors = [], []
-    for x0 in starts:
-        try:
-            fits.append(_one_fit(space, x0, fullrank, n_steps, learning_rate, n_eval, rng))
-        except BaseFitError as err:
-            errors.append(str(err))
+    fits, errors = _fit_restarts(
+        space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng
+    )
     if not fits and fullrank:
         warnings.warn(
             f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI",
@@ -196,7 +255,7 @@ def fit_base(
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     if len(fits) == 1:
         return fits[0]
-    distinct = _distinct(fits, tol=0.5)
+    distinct = [_pooled(best, members) for best, members in _distinct(fits, tol=0.5)]
     if len(distinct) == 1:
         return distinct[0]
     if combine == "mixture":

@@ -13,24 +13,33 @@ Everything here depends on ``x`` only through ``delta``:
 ``log_r`` arguments may be unnormalised; they are normalised internally (``r`` sums to 1).
 The draws must come from a run with ``Zhat`` *frozen*; adaptation alternates short runs and
 :func:`rts_update` until :func:`adaptation_converged`. Pure numpy/scipy.
+
+This module holds the RTS estimate and the adaptation of ``Zhat``; the ladder and
+:func:`level_log_conditionals` live in :mod:`.rts_levels`, thermodynamic integration in
+:mod:`.rts_ti` and the count-based tools in :mod:`.rts_counts`. All are re-exported here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
-from .diagnostics import ESS_W1_MIN, evidence_messages
-from .logspace import emit_warnings, kish_ess, log_mean_exp, normalize_log_weights
-from .mcse import (
-    _as_chains,
-    chain_agreement_pvalue,
-    ess_mean,
-    log_ratio_of_means,
-    mcse_mean,
-    ratio_influence,
-)
+from .logspace import kish_ess
+from .mcse import chain_agreement_pvalue, ess_mean, log_ratio_of_means, ratio_influence
 from .record import EvidenceEstimate
+from .rts_counts import naive_count_log_evidence, round_trips
+from .rts_levels import (
+    _chain_max_z,
+    _check_log_cond,
+    _log_c,
+    _log_r,
+    _record,
+    _setup,
+    _vector,
+    default_ladder,
+    level_log_conditionals,
+    validate_ladder,
+)
+from .rts_ti import rb_thermodynamic_integration
 
 __all__ = [
     "default_ladder",
@@ -52,124 +61,6 @@ RARE_LEVEL_FACTOR = 20.0
 FAR_FROM_R = 0.5
 #: Floor applied to ``c`` in :func:`rts_update` (the smallest normal double).
 C_FLOOR = float(np.finfo(float).tiny)
-#: Rows of ``log_cond`` must have ``|logsumexp| <`` this.
-_NORM_TOL = 1e-6
-
-
-def default_ladder(n_levels: int = 32, power: float = 4.0) -> np.ndarray:
-    """Power ladder ``beta_k = (k / (K - 1))**power`` (``K = n_levels >= 2``, ``power > 0``).
-
-    Dense near ``beta = 0``, where ``E_beta[delta]`` changes fastest; ``power = 1`` is linear.
-
-    Examples
-    --------
-    >>> default_ladder(3, 2.0).tolist()
-    [0.0, 0.25, 1.0]
-    """
-    if int(n_levels) != n_levels or n_levels < 2:
-        raise ValueError(f"n_levels must be an integer >= 2, got {n_levels}")
-    if not (np.isfinite(power) and power > 0):
-        raise ValueError(f"power must be positive and finite, got {power}")
-    return np.linspace(0.0, 1.0, int(n_levels)) ** float(power)
-
-
-def validate_ladder(betas) -> np.ndarray:
-    """Return ``betas`` as floats after checking ``0 = beta_0 < ... < beta_{K-1} = 1``.
-
-    Raises ``ValueError`` unless it is 1-D with ``K >= 2``, finite, strictly increasing,
-    starts at exactly 0 and ends at exactly 1.
-
-    Examples
-    --------
-    >>> validate_ladder([0, 0.5, 1]).tolist()
-    [0.0, 0.5, 1.0]
-    """
-    b = np.asarray(betas, dtype=float)
-    if b.ndim != 1 or b.size < 2:
-        raise ValueError(f"betas must be 1-D with at least 2 levels, got shape {b.shape}")
-    if not np.all(np.isfinite(b)):
-        raise ValueError("betas must be finite")
-    if b[0] != 0.0 or b[-1] != 1.0:
-        raise ValueError(f"betas must start at 0 and end at 1, got {b[0]} ... {b[-1]}")
-    if np.any(np.diff(b) <= 0):
-        raise ValueError("betas must be strictly increasing")
-    return b
-
-
-def _vector(x, n: int, name: str) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    if x.shape != (n,) or not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must be finite and shaped ({n},), got {x.shape}")
-    return x
-
-
-def _log_r(log_r, n: int) -> np.ndarray:
-    """Normalised ``log r`` of length ``n`` (uniform if ``None``)."""
-    lr = np.zeros(n) if log_r is None else _vector(log_r, n, "log_r")
-    return normalize_log_weights(lr)
-
-
-def _setup(betas, log_zhat, log_r):
-    b = validate_ladder(betas)
-    return b, _vector(log_zhat, b.size, "log_zhat"), _log_r(log_r, b.size)
-
-
-def level_log_conditionals(delta, betas, log_zhat, log_r=None) -> np.ndarray:
-    """``log q(k | x) = logsoftmax_k(beta_k delta + log r_k - log Zhat_k)`` (eq. 7).
-
-    Parameters
-    ----------
-    delta : array_like, any shape ``S``
-        ``log f(x) - log q(x)`` per draw. ``-inf`` puts all mass on level 0 and ``+inf`` on
-        level ``K-1`` (the limits); ``nan`` gives ``nan`` rows.
-    betas, log_zhat, log_r : array_like, shape (K,)
-        Ladder; current guesses of ``log Z_k``; log prior over levels (uniform if ``None``).
-
-    Returns
-    -------
-    ndarray, shape ``S + (K,)``
-
-    Examples
-    --------
-    >>> lq = level_log_conditionals([0.0, 2.0], [0.0, 1.0], [0.0, 0.0])
-    >>> np.exp(lq).round(3).tolist()
-    [[0.5, 0.5], [0.119, 0.881]]
-    """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
-    d = np.asarray(delta, dtype=float)[..., None]
-    with np.errstate(invalid="ignore"):
-        logits = np.where(b == 0.0, 0.0, b * d) + lr - lz
-        out = logits - special.logsumexp(logits, axis=-1, keepdims=True)
-    top = np.where(np.arange(b.size) == b.size - 1, 0.0, -np.inf)
-    out = np.where(d == np.inf, top, out)
-    return np.where(np.isnan(d), np.nan, out)
-
-
-def _check_log_cond(log_cond, n: int) -> np.ndarray:
-    """``log_cond`` as ``(chain, draw, K)`` log-probability rows; ``ValueError`` otherwise."""
-    lc = np.asarray(log_cond, dtype=float)
-    if lc.ndim == 2:
-        lc = lc[None]
-    if lc.ndim != 3 or lc.shape[-1] != n or lc.shape[1] == 0:
-        raise ValueError(f"log_cond must be shaped (chain, draw, {n}), got {lc.shape}")
-    if np.any(np.isnan(lc) | (lc == np.inf)):
-        raise ValueError("log_cond has nan or +inf values")
-    if np.max(np.abs(special.logsumexp(lc, axis=-1))) > _NORM_TOL:
-        raise ValueError("log_cond rows must be log-probabilities (see level_log_conditionals)")
-    return lc
-
-
-def _log_c(lc: np.ndarray) -> np.ndarray:
-    """``log c_k``: log of the mean of ``q(k | x)`` over all chains and draws."""
-    return log_mean_exp(lc, axis=(0, 1))
-
-
-def _level_kish(lc: np.ndarray) -> np.ndarray:
-    """Kish ESS of the weights ``q(k | x)`` of each level (as :func:`~.logspace.kish_ess`)."""
-    top = _log_c(lc)
-    with np.errstate(invalid="ignore"):
-        ess = np.exp(2 * top - _log_c(2 * lc) + np.log(lc.shape[0] * lc.shape[1]))
-    return np.where(top == -np.inf, 0.0, ess)
 
 
 def rts_level_estimates(log_cond, betas, log_zhat, log_r=None):
@@ -188,19 +79,6 @@ def rts_level_estimates(log_cond, betas, log_zhat, log_r=None):
     b, lz, lr = _setup(betas, log_zhat, log_r)
     log_c = _log_c(_check_log_cond(log_cond, b.size))
     return lz - lz[0] + lr[0] - lr + log_c - log_c[0], np.exp(log_c)
-
-
-def _chain_max_z(value, per_chain, per_chain_se) -> float:
-    if per_chain.size < 2:
-        return float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.max(np.abs(per_chain - value)) / np.sqrt(np.mean(per_chain_se**2)))
-
-
-def _record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
-    """Add the shared messages, emit every message as an EvidenceWarning, build the record."""
-    messages = emit_warnings(messages + evidence_messages(diag, se), stacklevel=4)
-    return EvidenceEstimate(float(value), se, method, per_chain, per_chain_se, diag, messages)
 
 
 def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> EvidenceEstimate:
@@ -315,146 +193,3 @@ def adaptation_converged(c, log_r=None, tol: float = 0.1) -> bool:
     c = np.asarray(c, dtype=float)
     r = np.exp(_log_r(log_r, c.size))
     return bool(np.max(np.abs(c - r)) < tol / c.size)
-
-
-def _ti(d: np.ndarray, lc: np.ndarray, weights: np.ndarray):
-    """Trapezoid TI-RB value, influence series, slopes ``mu`` and variances ``v`` per level."""
-    with np.errstate(invalid="ignore"):
-        w = np.exp(lc - _log_c(lc))  # q(k|x) / c_k, mean 1 per level
-        centre = d.mean()
-        dc = (d - centre)[..., None]
-        mu = np.mean(w * dc, axis=(0, 1)) / np.mean(w, axis=(0, 1))
-        v = np.mean(w * (dc - mu) ** 2, axis=(0, 1)) / np.mean(w, axis=(0, 1))
-        psi = np.sum(weights * w * (dc - mu), axis=-1)
-    return float(weights @ mu + centre), psi, mu + centre, v
-
-
-def rb_thermodynamic_integration(delta, log_cond, betas) -> EvidenceEstimate:
-    """Rao-Blackwellized thermodynamic integration (TI-RB, eq. 21) over the ladder.
-
-    ``E_{beta_k}[delta]`` is estimated from *all* draws weighted by ``q(k | x) / c_k``
-    (self-normalised), then ``log Z = int_0^1 E_beta[delta] dbeta`` by the trapezoid rule.
-    The se is the delta method: to first order the estimate minus its limit is the mean of
-    ``psi(x) = sum_k a_k (q(k|x)/c_k)(delta - mu_k)`` (``a_k`` trapezoid weights), whose
-    autocorrelation-aware error is :func:`~.mcse.mcse_mean`. It ignores the ``O(1/ESS)``
-    ratio bias and, importantly, the **discretisation bias**, which RTS does not have:
-    ``log Z - trapezoid ≈ -sum_k h_k**3 mu''/12``. As ``mu(beta) = E_beta[delta]`` is
-    non-decreasing, ``|log Z - trapezoid| <= sum_k h_k (mu_{k+1} - mu_k) / 2``
-    (``discretisation_bound``, from the estimated ``mu``); Friel et al. (2014) estimate
-    ``log Z - trapezoid ≈ -sum_k h_k**2 (v_{k+1} - v_k) / 12``, ``v_k = Var_k[delta] = mu'``
-    (``trapezoid_correction``, reported only; a warning is issued when it exceeds the se).
-
-    Diagnostics: ``n_chains``, ``n_draws``, ``discretisation_bound``,
-    ``trapezoid_correction``, ``level_ess_min`` (smallest Kish ESS of ``q(k|x)``; warned below
-    50), ``chain_disagreement``, ``chain_max_z``.
-
-    Parameters
-    ----------
-    delta : array_like, shape (chain, draw)
-        Finite ``log f(x) - log q(x)``.
-    log_cond : array_like, shape (chain, draw, K)
-    betas : array_like, shape (K,)
-
-    Returns
-    -------
-    EvidenceEstimate
-        ``method = "st_ti"``.
-
-    Examples
-    --------
-    >>> lq = level_log_conditionals(np.full((1, 100), 2.0), [0.0, 0.5, 1.0], [0.0, 1.0, 2.0])
-    >>> rb_thermodynamic_integration(np.full((1, 100), 2.0), lq, [0.0, 0.5, 1.0]).log_z
-    2.0
-    """
-    b = validate_ladder(betas)
-    lc = _check_log_cond(log_cond, b.size)
-    d = _as_chains(delta, "delta")
-    if d.shape != lc.shape[:2] or not np.all(np.isfinite(d)):
-        raise ValueError(f"delta must be finite and shaped {lc.shape[:2]}, got {d.shape}")
-    h = np.diff(b)
-    weights = np.concatenate([h, [0.0]]) / 2 + np.concatenate([[0.0], h]) / 2
-    value, psi, mu, v = _ti(d, lc, weights)
-    se = mcse_mean(psi)
-    chains = [_ti(d[i : i + 1], lc[i : i + 1], weights) for i in range(d.shape[0])]
-    per_chain = np.array([ch[0] for ch in chains])
-    per_chain_se = np.array([mcse_mean(ch[1]) for ch in chains])
-    diag = {
-        "n_chains": float(d.shape[0]),
-        "n_draws": float(d.size),
-        "discretisation_bound": float(np.sum(h * np.abs(np.diff(mu))) / 2),
-        "trapezoid_correction": float(-np.sum(h**2 * np.diff(v)) / 12),
-        "level_ess_min": float(np.min(_level_kish(lc))),
-        "chain_disagreement": chain_agreement_pvalue(psi),
-        "chain_max_z": _chain_max_z(value, per_chain, per_chain_se),
-    }
-    messages = []
-    if diag["level_ess_min"] < ESS_W1_MIN:
-        messages.append(f"a level has Kish ESS {diag['level_ess_min']:.1f} < {ESS_W1_MIN:g}")
-    if abs(diag["trapezoid_correction"]) > se:
-        messages.append(
-            f"estimated trapezoid discretisation error {diag['trapezoid_correction']:.3g} "
-            "exceeds the se (which ignores it): use a denser ladder or the RTS estimate"
-        )
-    return _record(value, se, "st_ti", per_chain, per_chain_se, diag, messages)
-
-
-def _check_levels(levels, n_levels: int) -> np.ndarray:
-    lv = np.asarray(levels)
-    lv = lv[None] if lv.ndim == 1 else lv
-    if lv.ndim != 2 or lv.size == 0 or not np.issubdtype(lv.dtype, np.integer):
-        raise ValueError(f"levels must be a non-empty integer array (chain, draw), got {lv.shape}")
-    if lv.min() < 0 or lv.max() >= n_levels:
-        raise ValueError(f"levels must lie in 0..{n_levels - 1}")
-    return lv
-
-
-def naive_count_log_evidence(levels, betas, log_zhat, log_r=None) -> EvidenceEstimate:
-    """Non-Rao-Blackwellized eq. 12, with ``c_k`` the fraction of draws at level ``k``.
-
-    **For tests and comparisons only**: noisier than :func:`rts_log_evidence`, and infinite
-    when an end level is never visited. No warnings are issued.
-
-    Examples
-    --------
-    >>> est = naive_count_log_evidence([[0, 1, 1, 0, 1, 1]], [0.0, 1.0], [0.0, 0.0])
-    >>> round(est.log_z, 4)  # log 2
-    0.6931
-    """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
-    lv = _check_levels(levels, b.size)
-    with np.errstate(divide="ignore"):
-        log_last, log_0 = np.log(lv == b.size - 1), np.log(lv == 0)
-    value, se, per_chain, per_chain_se = log_ratio_of_means(log_last, log_0)
-    shift = lz[-1] - lz[0] + lr[0] - lr[-1]
-    diag = {"n_chains": float(lv.shape[0]), "n_draws": float(lv.size)}
-    diag |= {"c_end_0": float(np.mean(lv == 0)), "c_end_last": float(np.mean(lv == b.size - 1))}
-    est = shift + per_chain
-    return EvidenceEstimate(float(shift + value), se, "st_counts", est, per_chain_se, diag)
-
-
-def round_trips(levels, n_levels: int) -> np.ndarray:
-    """Completed ``0 -> K-1 -> 0`` level round trips per chain.
-
-    A trip starts at a visit of level 0, needs a later visit of ``K-1`` and ends at the next
-    visit of 0 (which starts the next trip); draws before the first visit of 0 are ignored.
-
-    ``levels`` is an integer array shaped ``(chain, draw)`` (1-D: one chain); returns an int
-    array shaped ``(chain,)``.
-
-    Examples
-    --------
-    >>> round_trips([[0, 1, 2, 1, 0, 2, 0], [2, 0, 1, 2, 1, 1, 1]], 3).tolist()
-    [2, 0]
-    """
-    if int(n_levels) != n_levels or n_levels < 2:
-        raise ValueError(f"n_levels must be an integer >= 2, got {n_levels}")
-    lv = _check_levels(levels, int(n_levels))
-    out = np.zeros(lv.shape[0], dtype=int)
-    for i, chain in enumerate(lv):
-        ends = chain[(chain == 0) | (chain == n_levels - 1)]
-        if ends.size == 0:
-            continue
-        ends = ends[np.concatenate([[True], ends[1:] != ends[:-1]])]  # alternating 0 / K-1
-        first = np.flatnonzero(ends == 0)
-        out[i] = (ends.size - first[0] - 1) // 2 if first.size else 0
-    return out

@@ -127,7 +127,9 @@ def bridge_parts(problem, idata, options) -> MethodResult:
     ``idata`` is kept in the result."""
     x = _posterior_draws(idata, problem.space)
     est, runs = _estimate(problem.log_f, x, options, problem.rng("method"))
-    est = checked(est, divergences(idata), _messages(est), stacklevel=4)
+    # the estimator ran with emit_warnings=False: its messages are emitted here, once
+    quiet = replace(est, warnings=())
+    est = checked(quiet, divergences(idata), [*est.warnings, *_messages(est)], stacklevel=4)
     attrs = {
         "proposal": options["proposal"],
         "repetitions": int(options["repetitions"]),

@@ -23,7 +23,7 @@ reads back as a scalar).
 from __future__ import annotations
 
 import datetime
-import importlib
+import importlib.metadata
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,9 +58,11 @@ _NUMERIC_KINDS = "biuf"
 
 
 def _library_version() -> str:
+    """The installed distribution's version (read from its metadata, so this layer never
+    imports the top-level package)."""
     try:
-        return str(importlib.import_module("pymc_evidence").__version__)
-    except Exception:  # any failure to import must not block saving results
+        return importlib.metadata.version("pymc_evidence")
+    except importlib.metadata.PackageNotFoundError:  # e.g. run from a source tree
         return "unknown"
 
 

@@ -1,27 +1,8 @@
-"""Diagnostic plots of evidence results (matplotlib).
+"""Plots of evidence estimates: running log Z, work distributions, model comparison.
 
-Every function takes the container returned by :func:`pymc_evidence.sample_evidence` (an
-``arviz.InferenceData`` on PyMC 5, an ``xarray.DataTree`` on PyMC 6), draws on the given
-``ax``/``axes`` or on a new figure, and returns the axes. Nothing here calls ``plt.show`` or
-changes ``rcParams``. Each raises ``ValueError`` for results of a method it cannot show
-(the message lists those it can). matplotlib is an optional dependency, imported when a plot
-is drawn.
-
-Running estimates are recomputed from the stored raw quantities (CT ``delta``, ST level
-conditionals, AIS/BAR works) with the same pure estimators that produced the final value, so
-the last point of :func:`plot_running_log_z` is the stored ``log Z``.
-
-Examples
---------
-The per-function examples use results like these:
-
->>> import pymc as pm, pymc_evidence as pme
->>> with pm.Model():
-...     mu = pm.Normal("mu", 0, 1)
-...     pm.Normal("y", mu, 1, observed=[0.3, -0.5])  # exact log Z = -2.5505
-...     idata = pme.sample_evidence(method="ct", chains=2)  # doctest: +SKIP
-...     idata_st = pme.sample_evidence(method="st", chains=2)  # doctest: +SKIP
-...     idata_bar = pme.sample_evidence(method="bar", n_particles=64)  # doctest: +SKIP
+Part of :mod:`pymc_evidence.plots` (see there for the conventions shared by every plot).
+Running estimates are recomputed from the stored raw quantities with the same pure
+estimators that produced the final value.
 """
 
 from __future__ import annotations
@@ -32,141 +13,17 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from .compat import get_group, group_names
-from .estimators.ct import ct_log_evidence
-from .estimators.diagnostics import EvidenceWarning
-from .estimators.noneq import works_log_evidence
-from .estimators.pooling import pool_chain_estimates
-from .estimators.record import EvidenceEstimate
-from .estimators.rts import rts_log_evidence
-from .results import GROUP, log_evidence
+from ..compat import group_names
+from ..estimators.ct import ct_log_evidence
+from ..estimators.diagnostics import EvidenceWarning
+from ..estimators.noneq import works_log_evidence
+from ..estimators.pooling import pool_chain_estimates
+from ..estimators.record import EvidenceEstimate
+from ..estimators.rts import rts_log_evidence
+from ..results import log_evidence
+from ._common import PARTICLE_METHODS, _new_axes, _results, _variable
 
-__all__ = [
-    "plot_beta_trace",
-    "plot_compare",
-    "plot_running_log_z",
-    "plot_st_levels",
-    "plot_work_overlap",
-]
-
-CT_METHODS = ("ct", "gibbs_ct")
-TEMPERING_METHODS = (*CT_METHODS, "st")
-PARTICLE_METHODS = ("ais", "rais", "bar")
-
-
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "pymc_evidence plots need matplotlib, an optional dependency: "
-            "`pip install matplotlib` (or `pip install pymc-evidence[test]`)"
-        ) from err
-    return plt
-
-
-def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0)):
-    """``ax`` checked (a sequence of ``n`` Axes when ``n > 1``), or a new figure's axes."""
-    if ax is None:
-        _, ax = _pyplot().subplots(1, n, figsize=figsize, squeeze=False, layout="constrained")
-        return ax[0] if n > 1 else ax[0, 0]
-    if n > 1:
-        ax = np.asarray(ax, dtype=object).ravel()
-        if ax.size != n:
-            raise ValueError(f"axes must hold {n} matplotlib Axes, got {ax.size}")
-    return ax
-
-
-def _results(idata, allowed: tuple[str, ...], plot: str):
-    """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``."""
-    try:
-        names = group_names(idata)
-    except TypeError as err:
-        raise TypeError(
-            f"{plot} needs the results returned by pme.sample_evidence (InferenceData or "
-            f"DataTree), got {type(idata).__name__}"
-        ) from err
-    if GROUP not in names:
-        raise ValueError(f"{plot}: these results have no {GROUP!r} group (groups: {names})")
-    ds = get_group(idata, GROUP)
-    method = str(ds.attrs.get("method", ""))
-    if method not in allowed:
-        raise ValueError(f"{plot} handles results of methods {allowed}, not {method!r}")
-    return ds, method
-
-
-def _variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -> np.ndarray:
-    for group in groups:
-        if group in group_names(idata) and name in get_group(idata, group):
-            return np.asarray(get_group(idata, group)[name].values)
-    raise ValueError(f"the results hold no {name!r} in any of the groups {groups}")
-
-
-def _beta_draws(idata, ds, method):
-    """β per (chain, draw) and histogram bin edges suited to the method."""
-    if method in CT_METHODS:
-        return _variable(idata, "ct_beta"), None
-    ladder = ds["beta"].values
-    beta = ladder[_variable(idata, "st_level").astype(int)]
-    mid = 0.5 * (ladder[1:] + ladder[:-1])
-    return beta, np.concatenate([[0.0], mid, [1.0]])
-
-
-def plot_beta_trace(idata, *, bins: int = 20, axes=None):
-    """Histogram and trace of the inverse temperature β of a tempering run.
-
-    For continuous tempering (``"ct"``, ``"gibbs_ct"``) the histogram of the β draws of each
-    chain is overlaid with the Rao-Blackwellized density stored in the ``log_evidence`` group;
-    a good run covers ``[0, 1]`` and its traces cross the interval many times. For simulated
-    tempering (``"st"``) β moves on the ladder: the histogram shows the fraction of draws
-    at each level (one bin per level).
-
-    Parameters
-    ----------
-    idata : InferenceData or DataTree
-        Results of ``pme.sample_evidence(method="ct" | "gibbs_ct" | "st")``.
-    bins : int, default 20
-        Number of histogram bins on ``[0, 1]`` (CT only).
-    axes : sequence of 2 matplotlib Axes, optional
-        Histogram and trace panels; a new ``1 x 2`` figure when omitted.
-
-    Returns
-    -------
-    numpy.ndarray of matplotlib Axes, shape (2,)
-
-    Examples
-    --------
-    >>> hist_ax, trace_ax = pme.plot_beta_trace(idata)  # doctest: +SKIP
-    """
-    ds, method = _results(idata, TEMPERING_METHODS, "plot_beta_trace")
-    beta, edges = _beta_draws(idata, ds, method)
-    hist_ax, trace_ax = _new_axes(axes, 2, figsize=(10.0, 3.5))
-    edges = np.linspace(0.0, 1.0, int(bins) + 1) if edges is None else edges
-    style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if method == "st" else "default"}
-    for c in range(beta.shape[0]):
-        kwargs = {"color": f"C{c % 10}"}
-        # ST: fraction of draws per level (a density over the uneven level bins would spike
-        # wherever the ladder is dense, e.g. near beta = 0 with a prior base)
-        scale = (
-            {"density": True}
-            if method != "st"
-            else {"weights": np.full(beta[c].size, 1.0 / beta[c].size)}
-        )
-        hist_ax.hist(beta[c], edges, histtype="step", label=f"chain {c}", **scale, **kwargs)
-        trace_ax.plot(beta[c], **style, **kwargs)
-    if "beta_density" in ds:
-        mass = ds["beta_density"].values  # probability of each of equal bins on [0, 1]
-        rb_edges = np.linspace(0.0, 1.0, mass.size + 1)
-        hist_ax.stairs(mass * mass.size, rb_edges, color="black", lw=1.5, label="Rao-Blackwellized")
-    ylabel = "fraction of draws per level" if method == "st" else "density"
-    hist_ax.set(
-        xlabel=r"$\beta$", ylabel=ylabel, xlim=(0.0, 1.0), title=rf"$\beta$ histogram ({method})"
-    )
-    trace_ax.set(
-        xlabel="draw", ylabel=r"$\beta$", ylim=(-0.02, 1.02), title=rf"$\beta$ trace ({method})"
-    )
-    hist_ax.legend(fontsize="small")
-    return np.array([hist_ax, trace_ax], dtype=object)
+__all__ = ["plot_compare", "plot_running_log_z", "plot_work_overlap"]
 
 
 def _prefixes(n: int, n_points: int, smallest: int) -> np.ndarray:
@@ -318,45 +175,6 @@ def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):
     if "diag_overlap" in ds:
         title += f", BAR overlap = {float(ds['diag_overlap']):.2f}"
     ax.set(xlabel="log weight (nats)", ylabel="density", title=title)
-    ax.legend(fontsize="small")
-    return ax
-
-
-def plot_st_levels(idata, *, ax=None):
-    """Occupancy of the simulated-tempering levels against its target.
-
-    Bars: the Rao-Blackwellized occupancies ``ĉ_k`` (mean over draws of ``q(k | x)``);
-    points: the fraction of draws at each level; line: the target ``r_k``. Adapted weights
-    give ``ĉ_k ≈ r_k`` everywhere; a level far below its target is barely visited.
-
-    Parameters
-    ----------
-    idata : InferenceData or DataTree
-        Results of ``pme.sample_evidence(method="st")``.
-    ax : matplotlib Axes, optional
-
-    Returns
-    -------
-    matplotlib Axes
-
-    Examples
-    --------
-    >>> ax = pme.plot_st_levels(idata_st)  # doctest: +SKIP
-    """
-    ds, _ = _results(idata, ("st",), "plot_st_levels")
-    c_hat, r = ds["c_hat"].values, ds["r"].values
-    levels = np.arange(c_hat.size)
-    ax = _new_axes(ax)
-    ax.bar(levels, c_hat, color="C0", alpha=0.6, label=r"$\hat c_k$ (Rao-Blackwellized)")
-    if "occupancy" in ds:
-        ax.plot(levels, ds["occupancy"].values, "o", color="C1", ms=4, label="visits")
-    ax.step(levels, r, where="mid", color="black", ls="--", label=r"target $r_k$")
-    ax.set(
-        xlabel=r"level $k$ ($\beta$ from 0 to 1)",
-        ylabel="occupancy",
-        title=rf"ST levels: max $|\hat c_k - r_k|$ = {np.max(np.abs(c_hat - r)):.3g}",
-    )
-    ax.set_ylim(bottom=0.0)
     ax.legend(fontsize="small")
     return ax
 

@@ -1,0 +1,60 @@
+"""Shared helpers of the plots: matplotlib import, axes, and reading the stored results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compat import get_group, group_names
+from ..results import GROUP
+
+CT_METHODS = ("ct", "gibbs_ct")
+TEMPERING_METHODS = (*CT_METHODS, "st")
+PARTICLE_METHODS = ("ais", "rais", "bar")
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            "pymc_evidence plots need matplotlib, an optional dependency: "
+            "`pip install matplotlib` (or `pip install pymc-evidence[test]`)"
+        ) from err
+    return plt
+
+
+def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0)):
+    """``ax`` checked (a sequence of ``n`` Axes when ``n > 1``), or a new figure's axes."""
+    if ax is None:
+        _, ax = _pyplot().subplots(1, n, figsize=figsize, squeeze=False, layout="constrained")
+        return ax[0] if n > 1 else ax[0, 0]
+    if n > 1:
+        ax = np.asarray(ax, dtype=object).ravel()
+        if ax.size != n:
+            raise ValueError(f"axes must hold {n} matplotlib Axes, got {ax.size}")
+    return ax
+
+
+def _results(idata, allowed: tuple[str, ...], plot: str):
+    """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``."""
+    try:
+        names = group_names(idata)
+    except TypeError as err:
+        raise TypeError(
+            f"{plot} needs the results returned by pme.sample_evidence (InferenceData or "
+            f"DataTree), got {type(idata).__name__}"
+        ) from err
+    if GROUP not in names:
+        raise ValueError(f"{plot}: these results have no {GROUP!r} group (groups: {names})")
+    ds = get_group(idata, GROUP)
+    method = str(ds.attrs.get("method", ""))
+    if method not in allowed:
+        raise ValueError(f"{plot} handles results of methods {allowed}, not {method!r}")
+    return ds, method
+
+
+def _variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -> np.ndarray:
+    for group in groups:
+        if group in group_names(idata) and name in get_group(idata, group):
+            return np.asarray(get_group(idata, group)[name].values)
+    raise ValueError(f"the results hold no {name!r} in any of the groups {groups}")
