@@ -27,10 +27,8 @@ from .engines.batched import BatchedDensity, batched_log_densities
 from .hygiene import check_model
 from .transforms.reparam import reparam_info, reparametrize
 
-__all__ = ["DEFAULT_RESTARTS", "STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
+__all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
-#: ADVI fits from different starts; distinct ones are merged so the base covers every mode.
-DEFAULT_RESTARTS = 8
 #: The named random streams of one call (the spawn key of each is its index here).
 STREAMS = ("base", "nuts", "method", "resample", "init")
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
@@ -220,13 +218,12 @@ class EvidenceProblem:
     def _resolve_base(self):
         if not isinstance(self.base_spec, str):
             return self.base_spec
-        options = {"restarts": DEFAULT_RESTARTS, **self.base_kwargs}
         return fit_base(
             self.base_spec,
             model=self.model,
             random_seed=self.rng("base"),
             potentials=self.potentials,
-            **options,
+            **self.base_kwargs,
         )
 
     def density(self) -> BatchedDensity:

@@ -13,7 +13,13 @@ from scipy import special, stats
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase, PriorBase
 from pymc_evidence.base import model_space, prior_draws
-from pymc_evidence.base.advi import batched_logp
+from pymc_evidence.base.advi import (
+    _draw_points,
+    _elbo_gradients,
+    _init_params,
+    batched_logp,
+    run_advi,
+)
 from pymc_evidence.base.gaussian import moment_match
 from pymc_evidence.testing import conjugate_regression, mixture_likelihood
 
@@ -461,8 +467,6 @@ def test_batched_logp_rejects_rows_one_by_one():
 
 def reparameterized_elbo(params, eps, d, fullrank, log_f):
     """ELBO of fixed standard-normal draws ``eps`` (R, n_mc, d), for finite differences."""
-    from pymc_evidence.base.advi import _draw_points
-
     x = _draw_points(params, eps, d, fullrank)
     entropy = params[:, d : 2 * d].sum(axis=1) + 0.5 * d * (1 + np.log(2 * np.pi))
     return log_f(x).mean(axis=1) + entropy
@@ -472,16 +476,12 @@ def reparameterized_elbo(params, eps, d, fullrank, log_f):
 def test_elbo_gradients_match_finite_differences(fullrank):
     """log f(x) = -0.5 x' A x: analytic gradient -A x; the batched reparameterization
     gradient of every restart must equal the finite-difference gradient of its ELBO."""
-    from pymc_evidence.base.advi import _elbo_gradients, _init_params
-
     d, n_restarts, rng = 3, 2, np.random.default_rng(0)
     a = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.3], [0.0, 0.3, 1.5]])
     log_f = lambda x: -0.5 * np.einsum("...i,ij,...j->...", x, a, x)  # noqa: E731
     params = _init_params(rng.normal(size=(n_restarts, d)), fullrank, 0.5)
     params[:, d:] += 0.1 * rng.normal(size=params[:, d:].shape)
     eps = rng.standard_normal((n_restarts, 5, d))
-    from pymc_evidence.base.advi import _draw_points
-
     x = _draw_points(params, eps, d, fullrank)
     elbo, grad = _elbo_gradients(params, eps, log_f(x), -x @ a, d, fullrank)
     np.testing.assert_allclose(elbo, reparameterized_elbo(params, eps, d, fullrank, log_f))
@@ -504,8 +504,6 @@ class _FakeDensity:
 
 
 def test_run_advi_drops_a_failing_restart_and_keeps_the_others():
-    from pymc_evidence.base.advi import run_advi
-
     starts = np.array([[0.5, 0.5], [100.0, 0.0], [-1.0, 1.0]])
     result = run_advi(_FakeDensity(), starts, n_steps=400, rng=np.random.default_rng(0))
     assert result.errors[0] is None and result.errors[2] is None
@@ -528,8 +526,6 @@ def test_fit_base_raises_when_every_restart_fails():
 
 
 def test_run_advi_early_stop_shortens_only_the_constant_phase():
-    from pymc_evidence.base.advi import run_advi
-
     starts = np.zeros((3, 2))
     short = run_advi(_FakeDensity(), starts, n_steps=1600, rng=np.random.default_rng(1))
     full = run_advi(

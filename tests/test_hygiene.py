@@ -18,6 +18,7 @@ Y = np.array([0.4, -0.3, 1.1])
 
 # Small CT settings for the few end-to-end runs of this file.
 SMALL = dict(
+    method="ct",
     draws=300,
     tune=300,
     chains=2,

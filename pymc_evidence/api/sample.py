@@ -19,7 +19,7 @@ _PROBLEM_KEYS = ("potentials", "reparam", "base", "base_kwargs")
 
 def sample_evidence(
     model: pm.Model | None = None,
-    method="ct",
+    method="smc",
     *,
     draws: int = 1000,
     tune: int = 1000,

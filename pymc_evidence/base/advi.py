@@ -11,137 +11,22 @@ the importance-sampling estimate of ``log Z`` (:func:`evaluate_bases`, batched t
 
 from __future__ import annotations
 
-import warnings
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-import pytensor.tensor as pt
-from pymc.logprob.utils import local_check_parameter_to_ninf_switch
-from pytensor.graph.replace import graph_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out
-from pytensor.graph.rewriting.utils import rewrite_graph
 from scipy.special import logsumexp
 
-from ._compile import compile_fn
-from .space import ModelSpace
+from .batched_logp import BatchedLogp, batched_logp
 
 __all__ = ["BaseFitError", "batched_logp", "evaluate_bases", "run_advi"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class BaseFitError(RuntimeError):
     """ADVI did not produce a usable base density."""
 
 
-# ------------------------------------------------------------------------------------------
-# The model's log density and gradient at the rows of a matrix
-@dataclass(eq=False)
-class BatchedLogp:
-    """Joint log density (Jacobians included) and its gradient at every row of a matrix.
-
-    Get one from :func:`batched_logp`.
-
-    Attributes
-    ----------
-    space : ModelSpace
-    vectorized : bool
-        True when one compiled function evaluates all rows; False when a single-point
-        function is called row by row (the fallback when vectorization fails).
-    """
-
-    space: ModelSpace
-    vectorized: bool
-    _fn: object = field(repr=False)
-
-    def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(log f (n,), grad log f (n, d))`` at the rows of ``xs`` (n, d); non-finite
-        values are returned as computed, row by row."""
-        xs = np.atleast_2d(np.asarray(xs, dtype=np.float64))
-        if self.vectorized:
-            logp, grad = self._fn(xs)
-        else:
-            rows = [self._fn(x) for x in xs]
-            logp, grad = [r[0] for r in rows], [r[1] for r in rows]
-        logp = np.asarray(logp, dtype=np.float64).reshape(len(xs))
-        return logp, np.asarray(grad, dtype=np.float64).reshape(xs.shape)
-
-
-def _point_graph(space: ModelSpace):
-    """Flat vector ``x`` and the graphs ``[log f(x), grad log f(x)]``.
-
-    Parameter checks become ``-inf`` switches *before* vectorizing, so that a row outside
-    the support gives ``-inf`` for that row only (a vectorized check would fail them all).
-    """
-    model = space.model
-    flat = pt.vector("x", dtype="float64")
-    replace, start = {}, 0
-    for var, shape, size in zip(model.value_vars, space.shapes, space.sizes, strict=True):
-        replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
-        start += size
-    logp = graph_replace(model.logp(jacobian=True), replace, strict=False)
-    to_switch = in2out(local_check_parameter_to_ninf_switch)
-    logp = rewrite_graph(logp, include=(), custom_rewrite=to_switch, clone=True)
-    logp = pt.cast(logp, "float64")
-    return flat, [logp, pt.grad(logp, flat)]
-
-
-def _compile_batched(space: ModelSpace, vectorize: bool):
-    flat, outputs = _point_graph(space)
-    if vectorize:
-        try:
-            xs = pt.matrix("xs", dtype="float64")
-            fn = compile_fn([xs], vectorize_graph(outputs, replace={flat: xs}))
-            fn.trust_input = True  # BatchedLogp passes float64 matrices only
-            return True, fn
-        except Exception as err:  # any op that cannot be batched
-            warnings.warn(
-                f"could not vectorize the model's log density ({err!r}); ADVI evaluates "
-                "its Monte Carlo draws one point at a time, which is much slower",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-    return False, compile_fn([flat], outputs)
-
-
-def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
-    """The (cached) batched log density and gradient of a model's raveled space.
-
-    Parameters
-    ----------
-    space : ModelSpace
-    vectorize : bool, default True
-        Vectorize over rows with :func:`~pytensor.graph.replace.vectorize_graph`. If False,
-        or if vectorization fails (then with a ``RuntimeWarning``), rows are evaluated in a
-        Python loop by a single-point function.
-
-    Returns
-    -------
-    BatchedLogp
-        Compiled once per model (and ``vectorize``) and cached while the model lives.
-
-    Examples
-    --------
-    >>> import numpy as np, pymc as pm
-    >>> from pymc_evidence.base import model_space
-    >>> with pm.Model() as model:
-    ...     mu = pm.Normal("mu", 0.0, 1.0, shape=2)
-    >>> logp, grad = batched_logp(model_space(model))(np.ones((3, 2)))
-    >>> bool(np.allclose(logp, -1.0 - np.log(2 * np.pi))), bool(np.allclose(grad, -1.0))
-    (True, True)
-    """
-    per_model = _CACHE.setdefault(space.model, {})
-    key = bool(vectorize)
-    if key not in per_model:
-        vectorized, fn = _compile_batched(space, key)
-        per_model[key] = BatchedLogp(space=space, vectorized=vectorized, _fn=fn)
-    return per_model[key]
-
-
-# ------------------------------------------------------------------------------------------
-# Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
 def _init_params(starts, fullrank, init_scale):
     n_fits, d = starts.shape
     params = np.zeros((n_fits, 2 * d + (d * (d - 1) // 2 if fullrank else 0)))

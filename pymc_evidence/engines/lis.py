@@ -84,6 +84,7 @@ def _where(mask: np.ndarray, a: State, b: State) -> State:
 
 def _rows(state: State, n: int, k: int) -> State:
     """State ``k`` of every run from a state of shape (run * (K + 1), ...) ordered run-major."""
+
     def pick(a):
         return a.reshape(n, -1, *a.shape[1:])[:, k]
 

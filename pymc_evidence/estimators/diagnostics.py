@@ -106,4 +106,3 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
             " the base end is not explored as it should be, so the estimate is unreliable"
         )
     return out
-
