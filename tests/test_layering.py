@@ -43,8 +43,6 @@ NOT_IN_ESTIMATORS = {"pymc", "pytensor", "xarray", "arviz"}
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-# Over the line limit today and tolerated for now: the exact-log-Z model catalogue.
-SIZE_XFAIL = ("testing/models.py",)
 
 
 def _modules():
@@ -182,16 +180,7 @@ def test_checker_resolves_relative_and_local_imports(tmp_path):
     assert "no layer" in _violations(root / "newthing.py", root)[0]
 
 
-def _size_marks(path):
-    if _rel(path) in SIZE_XFAIL:
-        return [pytest.mark.xfail(strict=False, reason="over the limit today, to be split")]
-    return []
-
-
-SIZED = [pytest.param(p, id=_rel(p), marks=_size_marks(p)) for p in MODULES]
-
-
-@pytest.mark.parametrize("path", SIZED)
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
 def test_module_size(path):
     n = len(path.read_text().splitlines())
     assert n <= MAX_MODULE_LINES, f"{_rel(path)} has {n} lines (> {MAX_MODULE_LINES})"

@@ -117,7 +117,7 @@ def test_divergent_reference_posterior_warns(regression):
     wf, wr = rng.normal(0.5, 1.0, 200), rng.normal(0.5, 1.0, 200)
     with pytest.warns(pme.EvidenceWarning, match="divergent"):
         est = works_log_evidence("bar", work_f=wf, work_r=wr)
-        est = run_checks(est, work_f=wf, physical_r=wr, n_div=7.0, nonfinite=0.0)
+        est = run_checks(est, work_f=wf, physical_r=wr, n_div=7.0)
     assert est.diagnostics["n_divergences"] == 7.0
     assert any("divergent" in w for w in est.warnings)
 
@@ -164,14 +164,23 @@ def test_diverging_kernels_warn_on_the_funnel(method):
     case = tm.hierarchical_normal(J=8, centered=True)
     options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"draws": 200}
     options["reparam"] = None
-    with pytest.warns(pme.EvidenceWarning, match="not finite"):
+    with pytest.warns(pme.EvidenceWarning, match="trajectories diverged"):
         idata = pme.sample_evidence(
             case.model, method=method, random_seed=SEED, progressbar=False, **options
         )
-    assert pme.log_evidence(idata).diagnostics["nonfinite_fraction"] > 0.01
+    assert pme.log_evidence(idata).diagnostics["diverging_fraction"] > 0.01
+
+
+def test_no_divergence_warning_on_the_reparametrized_funnel():
+    """The same model at the default ``reparam="auto"``: nothing diverges."""
+    case = tm.hierarchical_normal(J=8, centered=True)
+    idata = pme.sample_evidence(case.model, method="smc", draws=200, random_seed=SEED,
+                                progressbar=False)  # fmt: skip
+    assert pme.log_evidence(idata).diagnostics["diverging_fraction"] < 0.01
 
 
 def test_no_divergence_warning_on_a_regression(bar_run):
     est = pme.log_evidence(bar_run)
     assert est.diagnostics["nonfinite_fraction"] == 0.0
-    assert not any("not finite" in w for w in est.warnings)
+    assert est.diagnostics["diverging_fraction"] < 0.01
+    assert not any("not finite" in w or "diverged" in w for w in est.warnings)

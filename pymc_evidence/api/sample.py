@@ -168,9 +168,10 @@ def _split_options(specs, given: dict) -> list[dict]:
     accepted = [spec.accepted() for spec in specs]
     unknown = sorted(set(given).difference(*accepted))
     if unknown:
-        valid = sorted(set().union(*accepted))
+        valid = ", ".join(sorted(set().union(*accepted)))
+        names = [spec.name for spec in specs]
         raise TypeError(
-            f"unknown option(s) {unknown} for {[s.name for s in specs]}; valid: {valid}"
+            f"method(s) {names} got unknown option(s) {unknown}; valid options: {valid}"
         )
     return [
         resolve_options(spec, {k: v for k, v in given.items() if k in ok})

@@ -9,18 +9,14 @@ all restarts and Monte Carlo draws of a step with one call.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
-from pymc.logprob.utils import local_check_parameter_to_ninf_switch
-from pytensor.graph.replace import graph_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out
-from pytensor.graph.rewriting.utils import rewrite_graph
+from pytensor.graph.replace import graph_replace
 
-from ._compile import compile_fn
+from ._compile import checks_to_ninf, compile_rows
 from .space import ModelSpace
 
 __all__ = ["BatchedLogp", "batched_logp"]
@@ -70,29 +66,15 @@ def _point_graph(space: ModelSpace):
     for var, shape, size in zip(model.value_vars, space.shapes, space.sizes, strict=True):
         replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
         start += size
-    logp = graph_replace(model.logp(jacobian=True), replace, strict=False)
-    to_switch = in2out(local_check_parameter_to_ninf_switch)
-    logp = rewrite_graph(logp, include=(), custom_rewrite=to_switch)  # a fresh graph
+    logp = checks_to_ninf(graph_replace(model.logp(jacobian=True), replace, strict=False))
     logp = pt.cast(logp, "float64")
     return flat, [logp, pt.grad(logp, flat)]
 
 
 def _compile_batched(space: ModelSpace, vectorize: bool):
     flat, outputs = _point_graph(space)
-    if vectorize:
-        try:
-            xs = pt.matrix("xs", dtype="float64")
-            fn = compile_fn([xs], vectorize_graph(outputs, replace={flat: xs}))
-            fn.trust_input = True  # BatchedLogp passes float64 matrices only
-            return True, fn
-        except Exception as err:  # any op that cannot be batched
-            warnings.warn(
-                f"could not vectorize the model's log density ({err!r}); ADVI evaluates "
-                "its Monte Carlo draws one point at a time, which is much slower",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-    return False, compile_fn([flat], outputs)
+    what = "ADVI"
+    return compile_rows(flat, outputs, vectorize=vectorize, what=what, category=RuntimeWarning)
 
 
 def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:

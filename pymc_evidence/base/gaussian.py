@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import pytensor
@@ -81,6 +81,8 @@ class BaseDensity(Protocol):
     sizes: tuple
     log_zeta: float
     info: dict
+    #: True when :meth:`moments` is exact (False: estimated from draws).
+    exact_moments: bool
 
     @property
     def ndim(self) -> int: ...
@@ -169,6 +171,8 @@ class GaussianBase:
     >>> base.sample(5, np.random.default_rng(0)).shape, base.scale
     ((5, 2), array([1., 1.]))
     """
+
+    exact_moments: ClassVar[bool] = True
 
     mean: np.ndarray
     chol: np.ndarray

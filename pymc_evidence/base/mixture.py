@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 import pytensor.tensor as pt
@@ -55,6 +56,8 @@ class MixtureBase:
     >>> round(float(mean[0]), 12), round(float(cov[0, 0]), 12)
     (1.0, 4.0)
     """
+
+    exact_moments: ClassVar[bool] = True
 
     log_weights: np.ndarray
     means: np.ndarray

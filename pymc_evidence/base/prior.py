@@ -18,6 +18,7 @@ import warnings
 import weakref
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 import pymc as pm
@@ -187,6 +188,8 @@ class PriorBase:
     >>> bool(abs(base.scale[0] - 2.0) < 0.1)
     True
     """
+
+    exact_moments: ClassVar[bool] = False  # moments() is estimated from prior draws
 
     log_zeta: float = 0.0
     names: tuple = ()

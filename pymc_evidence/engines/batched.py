@@ -16,16 +16,15 @@ combination, for a scalar or a per-particle ``beta``, without recompiling.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace, vectorize_graph
+from pytensor.graph.replace import graph_replace
 
-from ..base._compile import compile_fn
+from ..base._compile import checks_to_ninf, compile_rows
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..estimators.diagnostics import EvidenceWarning
@@ -56,7 +55,10 @@ class BatchedDensity:
         Number of batch evaluations so far (a cost counter for the engines).
     n_points, n_nonfinite : int
         Points evaluated so far, and how many of them had a non-finite ``log f`` or
-        ``log q`` (HMC trajectories that diverge; see :meth:`nonfinite_fraction`).
+        ``log q`` (see :meth:`nonfinite_fraction`).
+    n_trajectories, n_diverging : int
+        HMC trajectories run on this density so far, and how many diverged (energy error
+        above 1000 or non-finite; see :meth:`diverging_fraction`).
     """
 
     space: ModelSpace
@@ -66,6 +68,8 @@ class BatchedDensity:
     n_calls: int = 0
     n_points: int = 0
     n_nonfinite: int = 0
+    n_trajectories: int = 0
+    n_diverging: int = 0
 
     @property
     def ndim(self) -> int:
@@ -105,11 +109,23 @@ class BatchedDensity:
         self.n_nonfinite += int(np.sum(~(np.isfinite(out[0]) & np.isfinite(out[1]))))
         return out
 
-    def counts(self) -> tuple[int, int]:
-        """``(n_nonfinite, n_points)`` so far; pass to :meth:`nonfinite_fraction` later."""
-        return self.n_nonfinite, self.n_points
+    def counts(self) -> tuple[int, int, int, int]:
+        """The counters so far; pass to :meth:`nonfinite_fraction` or
+        :meth:`diverging_fraction` later to count what came after."""
+        return self.n_nonfinite, self.n_points, self.n_diverging, self.n_trajectories
 
-    def nonfinite_fraction(self, since: tuple[int, int] = (0, 0)) -> float:
+    def record_trajectories(self, diverging: np.ndarray) -> None:
+        """Count HMC trajectories and their divergences (called by the kernels)."""
+        self.n_trajectories += int(np.size(diverging))
+        self.n_diverging += int(np.sum(diverging))
+
+    def diverging_fraction(self, since=(0, 0, 0, 0)) -> float:
+        """Share of the HMC trajectories run after ``since`` (from :meth:`counts`) that
+        diverged; 0 when none were run."""
+        n = self.n_trajectories - since[3]
+        return (self.n_diverging - since[2]) / n if n else 0.0
+
+    def nonfinite_fraction(self, since=(0, 0, 0, 0)) -> float:
         """Share of the points evaluated after ``since`` (from :meth:`counts`) whose log
         density was not finite; 0 when none were evaluated."""
         n = self.n_points - since[1]
@@ -131,6 +147,7 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
         replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
         start += size
     log_f, log_q = graph_replace([log_f, log_q], replace, strict=False)
+    log_f, log_q = checks_to_ninf([log_f, log_q])  # a bad row gives -inf for itself only
     log_f, log_q = pt.cast(log_f, "float64"), pt.cast(log_q, "float64")
     grads = [pt.grad(log_f, flat), pt.grad(log_q, flat)]
     return flat, [log_f, log_q, *grads]
@@ -138,19 +155,8 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
 
 def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, vectorize: bool):
     flat, outputs = _single_point_graphs(model, base, space, shared)
-    if vectorize:
-        try:
-            xs = pt.matrix("xs", dtype="float64")
-            batched = vectorize_graph(outputs, replace={flat: xs})
-            return True, compile_fn([xs], batched)
-        except Exception as err:  # any op that cannot be batched
-            warnings.warn(
-                f"could not vectorize the model's log density over particles ({err!r}); "
-                "falling back to a Python loop over particles, which is much slower",
-                EvidenceWarning,
-                stacklevel=3,
-            )
-    return False, compile_fn([flat], outputs)
+    what = "every particle method"
+    return compile_rows(flat, outputs, vectorize=vectorize, what=what, category=EvidenceWarning)
 
 
 def batched_log_densities(

@@ -57,7 +57,8 @@ class Info:
     energy_change : ndarray, shape (n,)
         ``H(proposal) - H(current)`` (``inf`` when the proposal is non-finite).
     diverging : ndarray of bool, shape (n,)
-        Proposals rejected because their log density or energy was not finite.
+        Trajectories whose end point's log density or energy was not finite, or whose
+        energy error exceeded :data:`DIVERGENCE_ENERGY` (as PyMC's NUTS counts them).
     """
 
     acceptance: np.ndarray
@@ -90,9 +91,14 @@ def _column(value, n):
     return value[:, None]
 
 
+#: An energy error above this (PyMC's NUTS threshold) marks a diverging trajectory.
+DIVERGENCE_ENERGY = 1000.0
+
+
 def _metropolis(current: State, proposal: State, log_alpha, rng) -> tuple[State, Info]:
     """Accept ``proposal`` row-wise with probability ``min(1, exp(log_alpha))``."""
-    diverging = ~np.isfinite(log_alpha)
+    with np.errstate(invalid="ignore"):
+        diverging = ~np.isfinite(log_alpha) | (log_alpha < -DIVERGENCE_ENERGY)
     log_alpha = np.where(diverging, -np.inf, log_alpha)
     accepted = np.log(rng.uniform(size=log_alpha.shape)) < log_alpha
     with np.errstate(over="ignore"):
@@ -182,7 +188,9 @@ def hmc_step(
         proposal = State(x, log_f, log_q, grad_f, grad_q)
         h1 = -proposal.log_path(beta) + 0.5 * np.sum(p**2, 1)
         log_alpha = h0 - h1
-    return _metropolis(state, proposal, log_alpha, rng)
+    state, info = _metropolis(state, proposal, log_alpha, rng)
+    density.record_trajectories(info.diverging)
+    return state, info
 
 
 def rwm_step(

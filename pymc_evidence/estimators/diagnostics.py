@@ -41,6 +41,8 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
     * ``n_divergences`` above zero (NUTS divergences after tuning);
     * ``base_moment_max_mean_z`` or ``base_moment_max_var_z`` above ``BASE_MOMENT_Z_MAX`` (5):
       the base-moment check of Graham & Storkey's eq. 22 fails;
+    * ``diverging_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of a particle
+      method's HMC trajectories diverged (energy error above 1000, as NUTS counts them);
     * ``nonfinite_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of the log
       densities met by a particle method's HMC trajectories was not finite (the particle
       analogue of NUTS divergences).
@@ -91,6 +93,13 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
             f"{diag['n_divergences']:.0f} divergent NUTS transitions after tuning: the sampler"
             " may have missed part of the tempered target, biasing the estimate beyond its se;"
             " raise target_accept or reparameterize (e.g. non-centred hierarchies)"
+        )
+    if diag.get("diverging_fraction", 0.0) > NONFINITE_FRACTION_MAX:
+        out.append(
+            f"{100 * diag['diverging_fraction']:.1f}% of the HMC trajectories diverged (energy"
+            " error above 1000): the kernels do not explore part of the path (a funnel's"
+            " neck?), so the estimate may be biased beyond its se; keep reparam='auto' or"
+            " reparameterize (e.g. non-centred hierarchies)"
         )
     if diag.get("nonfinite_fraction", 0.0) > NONFINITE_FRACTION_MAX:
         out.append(

@@ -55,19 +55,22 @@ def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
     return posterior_dataset(problem, x[index][None])
 
 
-def run_checks(est, *, work_f=None, physical_r=None, n_div=None, nonfinite=None):
+def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r=None, n_div=None):
     """``est`` with the run-level checks added and their warnings emitted once.
 
-    ``n_div``: divergences of the NUTS run that gave the reverse starts (None: unknown or
-    no reverse runs); ``work_f``/``physical_r``: forward and reverse works, checked for
-    crossing when both are given; ``nonfinite``: share of non-finite log densities met by
-    the kernels.
+    ``density``/``since``: the batched density the kernels used and its
+    :meth:`~pymc_evidence.engines.BatchedDensity.counts` before the run, for the shares of
+    non-finite log densities and of diverging HMC trajectories met since; ``n_div``:
+    divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
+    runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
+    both are given.
     """
     diagnostics = {}
     if n_div is not None:
         diagnostics["n_divergences"] = float(n_div)
-    if nonfinite is not None:
-        diagnostics["nonfinite_fraction"] = float(nonfinite)
+    if density is not None:
+        diagnostics["nonfinite_fraction"] = float(density.nonfinite_fraction(since))
+        diagnostics["diverging_fraction"] = float(density.diverging_fraction(since))
     crossing = []
     if work_f is not None and physical_r is not None:
         crossing = crossing_messages(work_f, physical_r)

@@ -41,7 +41,10 @@ def _unconstrained(space, raw) -> np.ndarray:
 
 
 def moment_diagnostics(space, base, raw) -> dict:
-    """Eq. 22: ``w0``-weighted moments of the draws against the base's own moments."""
+    """Eq. 22: ``w0``-weighted moments of the draws against the base's own moments (only for
+    a base whose moments are exact; the prior's are estimated from draws)."""
+    if not base.exact_moments:
+        return {}
     delta, _, _ = raw_ct_arrays(raw)
     mean, cov = base.moments()
     check = base_moment_check(_unconstrained(space, raw), delta, mean, cov)

@@ -99,10 +99,11 @@ def run(problem, options) -> MethodResult:
     est, work_f = _estimate(direction, log_r_f, log_r_r)
     est = run_checks(
         est,
+        density,
+        counts,
         work_f=work_f,
         physical_r=None if log_r_r is None else -log_r_r,
         n_div=None if start is None else start.n_divergences,
-        nonfinite=density.nonfinite_fraction(counts),
     )
     runs = {"log_r_forward": log_r_f, "log_r_reverse": log_r_r}
     extra = {k: ("particle", v) for k, v in runs.items() if v is not None}

@@ -87,10 +87,11 @@ def _run(problem, options, method) -> MethodResult:
     est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
     est = run_checks(
         est,
+        density,
+        counts,
         work_f=work_f,
         physical_r=physical_r,
         n_div=None if start is None else start.n_divergences,
-        nonfinite=density.nonfinite_fraction(counts),
     )
     runs = {"work_forward": work_f, "work_reverse": physical_r}
     extra = {name: ("particle", v) for name, v in runs.items() if v is not None}

@@ -47,7 +47,7 @@ def _progress(enabled: bool, n_runs: int):
         yield callback_for
 
 
-def _estimate(method, runs, nonfinite):
+def _estimate(method, runs, checks):
     """The pooled estimate of the runs and the per-run values of the ``log_evidence`` group."""
     log_z = np.array([lz for lz, _ in runs])
     infos = [info for _, info in runs]
@@ -63,7 +63,7 @@ def _estimate(method, runs, nonfinite):
     }
     proxy = np.array([info.variance_proxy for info in infos])
     est = smc_log_evidence(log_z, proxy, method=method, diagnostics=diagnostics)
-    est = run_checks(est, nonfinite=nonfinite)
+    est = run_checks(est, *checks)
     layout = {
         "chain_dim": "run",
         "chain_values": {"variance_proxy": proxy, "n_stages": n_stages, "n_particle_moves": moves},
@@ -112,7 +112,7 @@ def _run(problem, options, method) -> MethodResult:
             run_rng = np.random.default_rng(seed)
             x0 = problem.base_draws(n_particles, run_rng)
             runs.append(run_resample_move(density, x0, run_rng, settings, callback=callback_for(r)))
-    est, layout = _estimate(method, runs, density.nonfinite_fraction(counts))
+    est, layout = _estimate(method, runs, (density, counts))
     x = np.stack([info.x for _, info in runs])
     groups = {"posterior": posterior_dataset(problem, x)}
     attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
