@@ -201,7 +201,9 @@ def call(model, method, args, conf, *, warmup=False) -> dict:
             return run_smc(model, draws=100, chains=1, cores=1, seed=args.seed)
         return run_smc(model, seed=args.seed, **conf["smc"])
     if warmup:
-        opts = {"draws": 50, "tune": 50, "chains": 1, "base_kwargs": {"restarts": 1}}
+        opts = {"draws": 50, "tune": 50, "chains": 1}
+        if method != "bridge":  # bridge starts from NUTS draws, not from a base
+            opts["base_kwargs"] = {"restarts": 1}
         if method in ("ct", "gibbs_ct"):
             opts["adapt_rounds"] = 0
         if method in ("ais", "bar", "lis"):
