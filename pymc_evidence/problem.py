@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+import xarray as xr
 
 from .base import GaussianBase, fit_base, model_space
 from .base.space import ModelSpace
@@ -268,6 +269,30 @@ class EvidenceProblem:
         values = {rv.name: group[rv.name].values for rv in self.model.free_RVs}
         return self.space.unconstrain(values)
 
+    def posterior_dataset(self, x: np.ndarray):
+        """A ``posterior`` group from raveled unconstrained draws ``x`` of shape
+        ``(chain, draw, d)``: the free variables and deterministics, with the model's dims and
+        coords (so a reparametrised model still shows the variables the user wrote)."""
+        model = self.model
+        x = np.asarray(x, dtype=float)
+        n_chain, n_draw = x.shape[:2]
+        outputs = list(model.free_RVs) + list(model.deterministics)
+        if self._outputs_fn is None:  # compiled once per problem
+            graph = model.replace_rvs_by_values(outputs)
+            self._outputs_fn = self.space.compile_raveled(graph)
+        fn = self._outputs_fn
+        rows = [fn(row) for row in x.reshape(-1, x.shape[-1])]
+        data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+        for i, var in enumerate(outputs):
+            values = np.stack([np.asarray(r[i]) for r in rows]).reshape((n_chain, n_draw, -1))
+            values = values.reshape((n_chain, n_draw) + np.shape(rows[0][i]))
+            dims = _dims_of(model, var.name, values.ndim - 2)
+            data[var.name] = (("chain", "draw") + dims, values)
+            for dim in dims:
+                if dim in model.coords and model.coords[dim] is not None:
+                    coords[dim] = np.asarray(model.coords[dim])
+        return xr.Dataset(data, coords=coords)
+
 
 def group_names_safe(obj) -> bool:
     """True when ``obj`` is a results container (rather than one dataset)."""
@@ -283,30 +308,3 @@ def _dims_of(model: pm.Model, name: str, ndim: int) -> tuple:
     if len(dims) != ndim:
         dims = tuple(f"{name}_dim_{i}" for i in range(ndim))
     return dims
-
-
-def posterior_dataset(problem: EvidenceProblem, x: np.ndarray):
-    """A ``posterior`` group from raveled unconstrained draws ``x`` of shape
-    ``(chain, draw, d)``: the free variables and deterministics, with the model's dims and
-    coords (so a reparametrised model still shows the variables the user wrote)."""
-    import xarray as xr
-
-    model = problem.model
-    x = np.asarray(x, dtype=float)
-    n_chain, n_draw = x.shape[:2]
-    outputs = list(model.free_RVs) + list(model.deterministics)
-    if problem._outputs_fn is None:  # compiled once per problem
-        graph = model.replace_rvs_by_values(outputs)
-        problem._outputs_fn = problem.space.compile_raveled(graph)
-    fn = problem._outputs_fn
-    rows = [fn(row) for row in x.reshape(-1, x.shape[-1])]
-    data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-    for i, var in enumerate(outputs):
-        values = np.stack([np.asarray(r[i]) for r in rows]).reshape((n_chain, n_draw, -1))
-        values = values.reshape((n_chain, n_draw) + np.shape(rows[0][i]))
-        dims = _dims_of(model, var.name, values.ndim - 2)
-        data[var.name] = (("chain", "draw") + dims, values)
-        for dim in dims:
-            if dim in model.coords and model.coords[dim] is not None:
-                coords[dim] = np.asarray(model.coords[dim])
-    return xr.Dataset(data, coords=coords)

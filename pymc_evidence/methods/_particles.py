@@ -15,7 +15,6 @@ import numpy as np
 from ..compat import get_group
 from ..estimators.logspace import systematic_resample
 from ..estimators.noneq import crossing_messages
-from ..problem import posterior_dataset
 from ..results.assemble import checked, copied_groups, divergences
 
 __all__ = [
@@ -52,7 +51,7 @@ def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
 def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
     """One chain of ``posterior``: particles ``x`` resampled (systematic) by ``exp(log_w)``."""
     index = systematic_resample(log_w, x.shape[0], rng)
-    return posterior_dataset(problem, x[index][None])
+    return problem.posterior_dataset(x[index][None])
 
 
 def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r=None, n_div=None):

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
-from ..problem import posterior_dataset
 from ._particles import run_checks
 from ._spec import MethodResult, MethodSpec
 
@@ -114,7 +113,7 @@ def _run(problem, options, method) -> MethodResult:
             runs.append(run_resample_move(density, x0, run_rng, settings, callback=callback_for(r)))
     est, layout = _estimate(method, runs, (density, counts))
     x = np.stack([info.x for _, info in runs])
-    groups = {"posterior": posterior_dataset(problem, x)}
+    groups = {"posterior": problem.posterior_dataset(x)}
     attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
     return MethodResult(est, groups, layout, attrs)
 
