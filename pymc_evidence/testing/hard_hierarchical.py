@@ -13,6 +13,7 @@ import numpy as np
 import pymc as pm
 
 from pymc_evidence.testing.hard_geometry import _grid_mode, _log_quad
+from pymc_evidence.testing.hierarchical import eight_schools_model
 from pymc_evidence.testing.models import (
     _HIER_MU_SIGMA,
     AnalyticModel,
@@ -73,15 +74,9 @@ def hierarchical_normal_cauchy(J: int = 8, seed: int = 0, centered: bool = True)
     u_star = _grid_mode(log_f, 0.0, 0.5 * math.pi * (1 - 1e-9))
     log_z = math.log(2.0 / math.pi) + _log_quad(log_f, [0.0, u_star, 0.5 * math.pi], u_star)
 
-    with pm.Model(coords={"school": np.arange(J)}) as model:
-        mu = pm.Normal("mu", mu=_f64(0.0), sigma=_f64(_HIER_MU_SIGMA))
-        tau = pm.HalfCauchy("tau", beta=_f64(tau_beta))
-        if centered:
-            theta = pm.Normal("theta", mu=mu, sigma=tau, dims="school")
-        else:
-            eta = pm.Normal("eta", mu=_f64(0.0), sigma=_f64(1.0), dims="school")
-            theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
-        pm.Normal("y", mu=theta, sigma=_f64(sigma), observed=y, dims="school")
+    model = eight_schools_model(
+        y, sigma, lambda: pm.HalfCauchy("tau", beta=_f64(tau_beta)), centered
+    )
 
     kind = "centred" if centered else "non-centred"
     description = (

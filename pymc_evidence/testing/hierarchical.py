@@ -126,16 +126,9 @@ def hierarchical_normal(J: int = 8, seed: int = 0, centered: bool = True) -> Ana
 
     log_z = _hierarchical_exact_log_z(y, sigma)
 
-    coords = {"school": np.arange(J)}
-    with pm.Model(coords=coords) as model:
-        mu = pm.Normal("mu", mu=_f64(0.0), sigma=_f64(_HIER_MU_SIGMA))
-        tau = pm.HalfNormal("tau", sigma=_f64(_HIER_TAU_SIGMA))
-        if centered:
-            theta = pm.Normal("theta", mu=mu, sigma=tau, dims="school")
-        else:
-            eta = pm.Normal("eta", mu=_f64(0.0), sigma=_f64(1.0), dims="school")
-            theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
-        pm.Normal("y", mu=theta, sigma=_f64(sigma), observed=y, dims="school")
+    model = eight_schools_model(
+        y, sigma, lambda: pm.HalfNormal("tau", sigma=_f64(_HIER_TAU_SIGMA)), centered
+    )
 
     kind = "centred" if centered else "non-centred"
     description = (
@@ -147,3 +140,19 @@ def hierarchical_normal(J: int = 8, seed: int = 0, centered: bool = True) -> Ana
     name = "hierarchical_normal" if centered else "hierarchical_normal_noncentered"
     data = _data(y=y, sigma=sigma, mu_sigma=_HIER_MU_SIGMA, tau_sigma=_HIER_TAU_SIGMA)
     return AnalyticModel(name, model, log_z, description, data)
+
+
+def eight_schools_model(y, sigma, tau_prior, centered: bool) -> pm.Model:
+    """The PyMC model of the hierarchical normal systems: ``mu ~ N(0, 5^2)``, ``tau`` from
+    ``tau_prior()`` (called inside the model), ``theta ~ N(mu, tau^2)`` written centred or
+    as ``mu + tau * eta``, and ``y ~ N(theta, sigma^2)`` observed, on a ``school`` dim."""
+    with pm.Model(coords={"school": np.arange(len(y))}) as model:
+        mu = pm.Normal("mu", mu=_f64(0.0), sigma=_f64(_HIER_MU_SIGMA))
+        tau = tau_prior()
+        if centered:
+            theta = pm.Normal("theta", mu=mu, sigma=tau, dims="school")
+        else:
+            eta = pm.Normal("eta", mu=_f64(0.0), sigma=_f64(1.0), dims="school")
+            theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
+        pm.Normal("y", mu=theta, sigma=_f64(sigma), observed=y, dims="school")
+    return model
