@@ -185,7 +185,7 @@ def bridge_sampling(
     )
     result = bridge_parts(problem, idata, options)
     return assemble_results(
-        result.estimate, result.groups, layout=result.layout, attrs=result.attrs
+        result.estimate, {}, layout=result.layout, attrs=result.attrs, into=idata
     )
 
 

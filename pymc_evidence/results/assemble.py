@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..compat import get_group, group_names, new_idata
+from ..compat import get_group, group_names, new_idata, set_group
 from ..estimators.diagnostics import evidence_messages
 from ..estimators.logspace import emit_warnings
 from .schema import GROUP, estimate_to_dataset
@@ -69,7 +69,7 @@ def copied_groups(idata, names=COPIED_GROUPS) -> dict:
     return {name: get_group(idata, name) for name in names if name in available}
 
 
-def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attrs=None):
+def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attrs=None, into=None):
     """The results container: ``groups`` plus the ``log_evidence`` group of ``estimate``.
 
     Parameters
@@ -82,6 +82,9 @@ def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attr
         :func:`~pymc_evidence.results.estimate_to_dataset`.
     attrs : dict, optional
         Settings stored as attributes of the ``log_evidence`` group.
+    into : InferenceData or DataTree, optional
+        Results to add the group to instead: a copy of ``into`` (same type, every group
+        kept, a previous ``log_evidence`` replaced) is returned and ``groups`` is ignored.
 
     Returns
     -------
@@ -97,6 +100,10 @@ def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attr
     ['log_evidence']
     """
     ds = estimate_to_dataset(estimate, attrs=dict(attrs or {}), **(layout or {}))
+    if into is not None:
+        out = into.copy()
+        set_group(out, GROUP, ds)
+        return out
     ordered = {name: groups[name] for name in ("posterior",) if name in groups}
     ordered.update({k: v for k, v in groups.items() if k not in ordered and k != GROUP})
     ordered[GROUP] = ds
