@@ -34,6 +34,11 @@ __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 STREAMS = ("base", "nuts", "method", "resample", "init")
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
+#: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
+#: dimensions (correlated posteriors: a mean-field base is too narrow there and biases the
+#: annealing methods), mean-field above.
+BASE_CHOICES = ("auto", "advi", "fullrank_advi", "prior")
+FULLRANK_MAX_DIM = 30
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
 _UNIT_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -120,7 +125,7 @@ class EvidenceProblem:
     potentials : {None, "likelihood"}
         How ``pm.Potential`` terms are read.
     base_spec : str or base
-        ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
+        ``"auto"``, ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
     base_kwargs : dict
         Passed to :func:`pymc_evidence.fit_base`.
 
@@ -141,7 +146,7 @@ class EvidenceProblem:
     source: pm.Model | None = None
     sampling: SamplingArgs = field(default_factory=SamplingArgs)
     potentials: str | None = None
-    base_spec: object = "advi"
+    base_spec: object = "auto"
     base_kwargs: dict = field(default_factory=dict)
     _base: object = field(default=None, repr=False)
     _reference: dict = field(default_factory=dict, repr=False)
@@ -155,7 +160,7 @@ class EvidenceProblem:
         random_seed=None,
         sampling: SamplingArgs | None = None,
         potentials: str | None = None,
-        base="advi",
+        base="auto",
         base_kwargs: dict | None = None,
         reparam: str | None = "auto",
     ) -> EvidenceProblem:
@@ -167,10 +172,8 @@ class EvidenceProblem:
         """
         source = pm.modelcontext(model)
         check_model(source, potentials=potentials)
-        if isinstance(base, str) and base not in ("advi", "fullrank_advi", "prior"):
-            raise ValueError(
-                f"base must be 'advi', 'fullrank_advi', 'prior' or a fitted base, got {base!r}"
-            )
+        if isinstance(base, str) and base not in BASE_CHOICES:
+            raise ValueError(f"base must be one of {BASE_CHOICES} or a fitted base, got {base!r}")
         if reparam not in ("auto", None):
             raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
         model = source
@@ -219,8 +222,11 @@ class EvidenceProblem:
     def _resolve_base(self):
         if not isinstance(self.base_spec, str):
             return self.base_spec
+        method = self.base_spec
+        if method == "auto":
+            method = "fullrank_advi" if self.space.ndim <= FULLRANK_MAX_DIM else "advi"
         return fit_base(
-            self.base_spec,
+            method,
             model=self.model,
             random_seed=self.rng("base"),
             potentials=self.potentials,

@@ -69,10 +69,12 @@ def sample_evidence(
 
         For the CT methods:
 
-        - ``base``: ``"advi"`` (default), ``"fullrank_advi"``, ``"prior"`` or a fitted
-          base from :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base``
-          (default ``{"restarts": 8}``: eight ADVI fits from different starts, merged into
-          one Gaussian covering every mode they found).
+        - ``base`` (every method but ``"bridge"``): ``"auto"`` (default: full-rank ADVI
+          up to 30 dimensions, mean-field above), ``"advi"`` (mean-field),
+          ``"fullrank_advi"``, ``"prior"`` or a fitted base from
+          :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base`` (default
+          eight ADVI fits from different starts, merged into one Gaussian covering every
+          mode they found).
         - ``adapt_rounds`` (3), ``adapt_draws`` (500), ``adapt_tune`` (500): the bootstrap
           rounds that refit the base to the weighted posterior moments and set ``log zeta``
           to the running estimate; they stop early once ``log zeta`` is stable.
@@ -194,7 +196,7 @@ def _problem(model, random_seed, sampling, per_method) -> EvidenceProblem:
         random_seed=random_seed,
         sampling=sampling,
         potentials=shared.get("potentials"),
-        base=shared.get("base", "advi"),
+        base=shared.get("base", "auto"),
         base_kwargs=shared.get("base_kwargs"),
         reparam=reparam,
     )

@@ -21,7 +21,7 @@ __all__ = ["PROBLEM_OPTIONS", "MethodResult", "MethodSpec", "resolve_options"]
 #: Options every method accepts; they shape the problem, not the method.
 PROBLEM_OPTIONS = MappingProxyType({"potentials": None, "reparam": "auto"})
 #: Options of methods that start from a base density.
-BASE_OPTIONS = MappingProxyType({"base": "advi", "base_kwargs": None})
+BASE_OPTIONS = MappingProxyType({"base": "auto", "base_kwargs": None})
 
 
 @dataclass
