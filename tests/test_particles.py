@@ -6,6 +6,7 @@ from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
+from pymc_evidence.estimators.diagnostics import DIVERGING_FRACTION_MAX
 from pymc_evidence.testing import models as tm
 
 SEED = 404
@@ -172,11 +173,13 @@ def test_diverging_kernels_warn_on_the_funnel(method):
 
 
 def test_no_divergence_warning_on_the_reparametrized_funnel():
-    """The same model at the default ``reparam="auto"``: nothing diverges."""
+    """The same model at the defaults (``reparam="auto"``): about 1 % of the HMC
+    trajectories diverge (the tails at early temperatures), below the warning level."""
     case = tm.hierarchical_normal(J=8, centered=True)
-    idata = pme.sample_evidence(case.model, method="smc", draws=200, random_seed=SEED,
-                                progressbar=False)  # fmt: skip
-    assert pme.log_evidence(idata).diagnostics["diverging_fraction"] < 0.01
+    idata = pme.sample_evidence(case.model, method="smc", random_seed=SEED, progressbar=False)
+    est = pme.log_evidence(idata)
+    assert est.diagnostics["diverging_fraction"] < DIVERGING_FRACTION_MAX
+    assert not any("diverged" in w for w in est.warnings)
 
 
 def test_no_divergence_warning_on_a_regression(bar_run):

@@ -64,7 +64,7 @@ def test_unknown_option_is_refused_before_any_work(monkeypatch):
 def test_resolve_options_fills_defaults():
     options = resolve_options(get_method("lis"), {"n_particles": 32})
     assert options["n_particles"] == 32 and options["direction"] == "bridged"
-    assert options["base"] == "advi" and options["potentials"] is None
+    assert options["base"] == "auto" and options["potentials"] is None
 
 
 def test_streams_are_fixed_children_of_the_seed():

@@ -16,6 +16,10 @@ ESS_W1_MIN = 50.0
 ESS_W1_MIN_FRACTION = 0.01
 BASE_MOMENT_Z_MAX = 5.0
 NONFINITE_FRACTION_MAX = 0.01
+#: Share of diverging HMC trajectories above which a particle method warns. Measured on the
+#: eight-schools model at defaults: 0.7-1.3 % non-centred (estimates right), 2.4-2.8 % (AIS)
+#: and 8-10 % (SMC) centred (estimates 0.3-0.5 nats low).
+DIVERGING_FRACTION_MAX = 0.02
 
 
 class EvidenceWarning(UserWarning):
@@ -41,7 +45,7 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
     * ``n_divergences`` above zero (NUTS divergences after tuning);
     * ``base_moment_max_mean_z`` or ``base_moment_max_var_z`` above ``BASE_MOMENT_Z_MAX`` (5):
       the base-moment check of Graham & Storkey's eq. 22 fails;
-    * ``diverging_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of a particle
+    * ``diverging_fraction`` above ``DIVERGING_FRACTION_MAX`` (2%): that share of a particle
       method's HMC trajectories diverged (energy error above 1000, as NUTS counts them);
     * ``nonfinite_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of the log
       densities met by a particle method's HMC trajectories was not finite (the particle
@@ -94,7 +98,7 @@ def evidence_messages(diag: dict, se: float) -> list[str]:
             " may have missed part of the tempered target, biasing the estimate beyond its se;"
             " raise target_accept or reparameterize (e.g. non-centred hierarchies)"
         )
-    if diag.get("diverging_fraction", 0.0) > NONFINITE_FRACTION_MAX:
+    if diag.get("diverging_fraction", 0.0) > DIVERGING_FRACTION_MAX:
         out.append(
             f"{100 * diag['diverging_fraction']:.1f}% of the HMC trajectories diverged (energy"
             " error above 1000): the kernels do not explore part of the path (a funnel's"
