@@ -151,6 +151,8 @@ class EvidenceProblem:
     _base: object = field(default=None, repr=False)
     _reference: dict = field(default_factory=dict, repr=False)
     _outputs_fn: object = field(default=None, repr=False)
+    #: Which method of a cross-check is running: each gets its own ``"method"`` stream.
+    method_slot: int = 0
 
     @classmethod
     def build(
@@ -201,6 +203,8 @@ class EvidenceProblem:
         if stream not in STREAMS:
             raise ValueError(f"unknown stream {stream!r}; streams are {STREAMS}")
         key = self.seed.spawn_key + (STREAMS.index(stream),)
+        if stream == "method" and self.method_slot:  # slot 0 keeps single-method keys
+            key += (self.method_slot,)
         return np.random.SeedSequence(self.seed.entropy, spawn_key=key)
 
     def rng(self, stream: str) -> np.random.Generator:

@@ -76,6 +76,10 @@ def test_streams_are_fixed_children_of_the_seed():
     assert again.rng("resample").random() == draws["resample"]
     assert again.int_seed("nuts") == problem.int_seed("nuts")
     assert seed_sequence(np.random.SeedSequence(5)).entropy == 5
+    # each method of a cross-check draws its own "method" stream; other streams are shared
+    again.method_slot = 1
+    assert again.rng("method").random() != draws["method"]
+    assert again.rng("base").random() == draws["base"]
 
 
 def test_sampling_args_are_checked():

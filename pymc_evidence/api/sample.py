@@ -147,7 +147,10 @@ def sample_evidence(
         draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
     )
     problem = _problem(model, random_seed, sampling, per_method)
-    results = [spec.run(problem, options) for spec, options in zip(specs, per_method, strict=True)]
+    results = []
+    for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
+        problem.method_slot = slot  # independent random numbers for each method
+        results.append(spec.run(problem, options))
     attrs = {
         "draws": int(draws),
         "tune": int(tune),
