@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
 
 from ._compile import checks_to_ninf, compile_rows
 from .space import ModelSpace
@@ -60,14 +59,8 @@ def _point_graph(space: ModelSpace):
     Parameter checks become ``-inf`` switches *before* vectorizing, so that a row outside
     the support gives ``-inf`` for that row only (a vectorized check would fail them all).
     """
-    model = space.model
-    flat = pt.vector("x", dtype="float64")
-    replace, start = {}, 0
-    for var, shape, size in zip(model.value_vars, space.shapes, space.sizes, strict=True):
-        replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
-        start += size
-    logp = checks_to_ninf(graph_replace(model.logp(jacobian=True), replace, strict=False))
-    logp = pt.cast(logp, "float64")
+    flat, logp = space.on_flat(space.model.logp(jacobian=True))
+    logp = pt.cast(checks_to_ninf(logp), "float64")
     return flat, [logp, pt.grad(logp, flat)]
 
 

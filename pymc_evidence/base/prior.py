@@ -23,9 +23,8 @@ from typing import ClassVar
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from ._compile import compile_fn
+from ._compile import checks_to_ninf, compile_fn, compile_rows
 from .gaussian import _structure, assign_shared, make_shared
 from .space import ModelSpace, model_space
 
@@ -142,18 +141,10 @@ def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:
 def _prior_logp_fn(space: ModelSpace):
     """``(fn, vectorized)``: the prior log density (Jacobians included) of rows of a matrix."""
     model = space.model
-    flat = pt.vector("x", dtype="float64")
-    replace_map, start = {}, 0
-    for var, shape, size in zip(model.value_vars, space.shapes, space.sizes, strict=True):
-        replace_map[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
-        start += size
-    graph = model.logp(vars=model.free_RVs, jacobian=True)
-    graph = pt.cast(graph_replace(graph, replace_map, strict=False), "float64")
-    try:
-        xs = pt.matrix("xs", dtype="float64")
-        return compile_fn([xs], vectorize_graph(graph, replace={flat: xs})), True
-    except Exception:  # any op that cannot be batched: loop over rows
-        return compile_fn([flat], graph), False
+    flat, graph = space.on_flat(model.logp(vars=model.free_RVs, jacobian=True))
+    graph = pt.cast(checks_to_ninf(graph), "float64")
+    vectorized, fn = compile_rows(flat, graph, what="the prior base", category=RuntimeWarning)
+    return fn, vectorized
 
 
 @dataclass(frozen=True, eq=False)

@@ -82,16 +82,23 @@ class ModelSpace:
         """Joint log density at each row of ``xs`` (shape ``(n, ndim)``)."""
         return np.array([self.logp_dlogp(x)[0] for x in np.atleast_2d(xs)])
 
+    def on_flat(self, graphs, value_vars=None):
+        """``(flat, graphs)``: ``graphs`` with the value variables replaced by slices of one
+        float64 vector ``flat`` (in the order of ``value_vars``, default this model's; pass
+        a clone's variables, ordered by :attr:`names`, for a cloned model)."""
+        value_vars = self.model.value_vars if value_vars is None else value_vars
+        flat = pt.vector("x", dtype="float64")
+        replace, start = {}, 0
+        for var, shape, size in zip(value_vars, self.shapes, self.sizes, strict=True):
+            replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
+            start += size
+        return flat, graph_replace(graphs, replace, strict=False)
+
     def compile_raveled(self, graph, model: pm.Model | None = None):
         """Compile ``graph`` (in the value variables of ``model``, default this space's model,
         or a clone of it) as a function of one flat vector."""
-        model = model or self.model
-        flat = pt.vector("x", dtype="float64")
-        replace, start = {}, 0
-        for var, shape, size in zip(model.value_vars, self.shapes, self.sizes, strict=True):
-            replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
-            start += size
-        return compile_fn([flat], graph_replace(graph, replace))
+        flat, graph = self.on_flat(graph, (model or self.model).value_vars)
+        return compile_fn([flat], graph)
 
     def unconstrain(self, values: dict) -> np.ndarray:
         """Map constrained draws (dict of free-variable name to array with leading sample

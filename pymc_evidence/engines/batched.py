@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
 
 from ..base._compile import checks_to_ninf, compile_rows
 from ..base.gaussian import BaseDensity
@@ -140,13 +139,7 @@ class BatchedDensity:
 def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict):
     """Flat input vector and the graphs ``[log f, log q, grad f, grad q]`` on it."""
     log_f, log_q = tempered_terms(model, base, shared, names=space.names)
-    flat = pt.vector("x", dtype="float64")
-    replace, start = {}, 0
-    value_vars = raveled_value_vars(model, space.names)
-    for var, shape, size in zip(value_vars, space.shapes, space.sizes, strict=True):
-        replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
-        start += size
-    log_f, log_q = graph_replace([log_f, log_q], replace, strict=False)
+    flat, (log_f, log_q) = space.on_flat([log_f, log_q], raveled_value_vars(model, space.names))
     log_f, log_q = checks_to_ninf([log_f, log_q])  # a bad row gives -inf for itself only
     log_f, log_q = pt.cast(log_f, "float64"), pt.cast(log_q, "float64")
     grads = [pt.grad(log_f, flat), pt.grad(log_q, flat)]

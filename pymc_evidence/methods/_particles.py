@@ -16,10 +16,12 @@ from ..compat import get_group
 from ..estimators.logspace import systematic_resample
 from ..estimators.noneq import crossing_messages
 from ..results.assemble import checked, copied_groups, divergences
+from ._spec import MethodResult
 
 __all__ = [
     "ReverseStart",
     "particle_groups",
+    "particle_result",
     "posterior_of_trace",
     "resampled_posterior",
     "reverse_start",
@@ -88,3 +90,23 @@ def particle_groups(posterior_group, start: ReverseStart | None) -> dict:
 def posterior_of_trace(start: ReverseStart):
     """The ``posterior`` group of the trace that started the reverse runs."""
     return get_group(start.trace, "posterior")
+
+
+def particle_result(problem, est, start, *, runs, stage, forward, attrs) -> MethodResult:
+    """The :class:`MethodResult` of a particle method with forward and/or reverse runs.
+
+    ``runs``: per-run arrays (None when that direction did not run), stored on the
+    ``particle`` dim; ``stage``: per-stage arrays on the ``stage`` dim; ``forward``:
+    ``(x, log_w)`` of the forward runs' final particles, resampled into ``posterior`` when
+    there are no reverse starts (else ``posterior`` is the trace they came from).
+    """
+    extra = {k: ("particle", v) for k, v in runs.items() if v is not None}
+    extra.update({k: ("stage", np.asarray(v, float)) for k, v in stage.items()})
+    if start is None:
+        x, log_w = forward
+        post = resampled_posterior(problem, x, log_w, problem.rng("resample"))
+    else:
+        post = posterior_of_trace(start)
+    attrs = {**attrs, "base_kind": problem.base.kind}
+    layout = {"chain_dim": "run", "extra_dims": extra}
+    return MethodResult(est, particle_groups(post, start), layout, attrs)

@@ -15,13 +15,7 @@ import numpy as np
 from ..engines.ais import pilot_schedule
 from ..engines.lis import interpolate_step_sizes, run_lis
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
-from ._particles import (
-    particle_groups,
-    posterior_of_trace,
-    resampled_posterior,
-    reverse_start,
-    run_checks,
-)
+from ._particles import particle_result, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["LIS_DIRECTIONS", "SPEC"]
@@ -105,24 +99,23 @@ def run(problem, options) -> MethodResult:
         physical_r=None if log_r_r is None else -log_r_r,
         n_div=None if start is None else start.n_divergences,
     )
-    runs = {"log_r_forward": log_r_f, "log_r_reverse": log_r_r}
-    extra = {k: ("particle", v) for k, v in runs.items() if v is not None}
-    extra.update({k: ("stage", np.asarray(v, float)) for k, v in stage.items()})
     attrs = {
         "n_particles": n,
         "n_stages": int(options["n_stages"]),
         "chain_length": int(options["chain_length"]),
         "n_leapfrog": int(options["n_leapfrog"]),
-        "base_kind": problem.base.kind,
         "schedule": "adaptive",
         "direction": direction,
     }
-    if start is None:  # forward only: a state of each run's last chain, run-weighted
-        post = resampled_posterior(problem, info_f.x, log_r_f, problem.rng("resample"))
-    else:
-        post = posterior_of_trace(start)
-    layout = {"chain_dim": "run", "extra_dims": extra}
-    return MethodResult(est, particle_groups(post, start), layout, attrs)
+    return particle_result(
+        problem,
+        est,
+        start,
+        runs={"log_r_forward": log_r_f, "log_r_reverse": log_r_r},
+        stage=stage,
+        forward=None if log_r_f is None else (info_f.x, log_r_f),  # a state of each run's
+        attrs=attrs,  # last chain, run-weighted, when there are no reverse starts
+    )
 
 
 def _check(options):

@@ -19,13 +19,7 @@ from ..engines.ais import (
     sigmoidal_schedule,
 )
 from ..estimators.noneq import works_log_evidence
-from ._particles import (
-    particle_groups,
-    posterior_of_trace,
-    resampled_posterior,
-    reverse_start,
-    run_checks,
-)
+from ._particles import particle_result, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["AIS_SPEC", "BAR_SPEC", "RAIS_SPEC", "SCHEDULES"]
@@ -93,22 +87,16 @@ def _run(problem, options, method) -> MethodResult:
         physical_r=physical_r,
         n_div=None if start is None else start.n_divergences,
     )
-    runs = {"work_forward": work_f, "work_reverse": physical_r}
-    extra = {name: ("particle", v) for name, v in runs.items() if v is not None}
-    extra.update({name: ("stage", np.asarray(v, float)) for name, v in stage.items()})
-    attrs = {
-        "n_particles": n,
-        "n_stages": int(options["n_stages"]),
-        "n_leapfrog": n_leapfrog,
-        "base_kind": problem.base.kind,
-        "schedule": schedule_name,
-    }
-    if start is None:
-        post = resampled_posterior(problem, info_f.x, -work_f, problem.rng("resample"))
-    else:
-        post = posterior_of_trace(start)
-    layout = {"chain_dim": "run", "extra_dims": extra}
-    return MethodResult(est, particle_groups(post, start), layout, attrs)
+    attrs = {"n_particles": n, "n_stages": int(options["n_stages"]), "n_leapfrog": n_leapfrog}
+    return particle_result(
+        problem,
+        est,
+        start,
+        runs={"work_forward": work_f, "work_reverse": physical_r},
+        stage=stage,
+        forward=(info_f.x, -work_f),
+        attrs={**attrs, "schedule": schedule_name},
+    )
 
 
 def _check(options):
