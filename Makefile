@@ -3,10 +3,14 @@
 #   make demo         set up .venv and run the Minnesota radon demo (scripts/demo.py)
 #   make test         set up .venv, run ruff and the fast test suite
 #   make test-other   set up .venv-other (the other PyMC major) and run the fast tests there
+#   make check-install  build the wheel, install it with no extras in fresh venvs (both PyMC
+#                     majors) and run the README quick start + a netCDF round trip
 #
 # .venv uses a Python >= 3.12 (PyMC 6) when there is one, else 3.11 (PyMC 5); .venv-other uses
 # the other one (see scripts/find_python.sh). Override with PYTHON=... / PYTHON_OTHER=....
 # Venvs are created once and re-installed when pyproject.toml changes (stamp file inside).
+# `make demo` needs only the runtime dependencies: a .venv it creates has no extras, and a
+# later `make test`/`make docs` adds theirs (scripts/ensure_venv.sh keeps installed extras).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -14,8 +18,9 @@ SHELL := /bin/bash
 VENV       ?= .venv
 VENV_OTHER ?= .venv-other
 # Extras installed into the venvs: the test tools (pytest, ruff, notebook runner) and the docs
-# tools, so that `make test` and `make docs` share one install.
-EXTRAS     ?= test,docs
+# tools, so that `make test` and `make docs` share one install. The demo needs none.
+EXTRAS      ?= test,docs
+DEMO_EXTRAS ?=
 PY         := $(VENV)/bin/python
 PY_OTHER   := $(VENV_OTHER)/bin/python
 # Extra arguments, e.g. make test PYTEST_ARGS="-k ct -x", make demo DEMO_ARGS="--draws 300"
@@ -26,8 +31,8 @@ LINT_PATHS  ?= pymc_evidence tests
 
 export EXTRAS PYTHON PYTHON_OTHER
 
-.PHONY: help venv venv-other $(VENV) $(VENV_OTHER) demo test test-other test-slow check \
-        lint bench info clean distclean docs
+.PHONY: help venv venv-other venv-demo $(VENV) $(VENV_OTHER) demo test test-other test-slow \
+        check check-install lint bench info clean distclean docs
 
 help:
 	@echo "make demo        run the radon model-comparison demo (creates .venv on first use)"
@@ -35,16 +40,22 @@ help:
 	@echo "make test-slow   only the slow statistical tests (pytest -m slow)"
 	@echo "make test-other  fast tests in .venv-other, the other PyMC major, notebooks excluded"
 	@echo "make check       test + test-other (what CI runs)"
+	@echo "make check-install  wheel + fresh venvs, no extras: README quick start and netCDF round trip"
 	@echo "make lint        ruff check $(LINT_PATHS)"
 	@echo "make bench       benchmarks/compare_smc.py against pm.sample_smc"
 	@echo "make docs        build the Sphinx site in docs/_build/html (warnings are errors)"
 	@echo "make info        which Python / PyMC each venv uses"
 	@echo "make clean       remove caches and build files; make distclean also removes venvs"
-	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS="
+	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS=, EXTRAS=, DEMO_EXTRAS="
 
 # The venv targets always run the script; it does nothing when the stamp matches.
 venv $(VENV):
 	@scripts/ensure_venv.sh $(VENV)
+
+# The demo's venv: the runtime dependencies (plus DEMO_EXTRAS); an existing .venv with more
+# extras is used as it is.
+venv-demo:
+	@scripts/ensure_venv.sh $(VENV) --extras "$(DEMO_EXTRAS)"
 
 # Exit code 10 from ensure_venv.sh: no interpreter for the other PyMC major.
 ENSURE_OTHER = PRIMARY_PYTHON="$$( [ -x $(PY) ] && echo $(abspath $(PY)) )" \
@@ -53,7 +64,7 @@ ENSURE_OTHER = PRIMARY_PYTHON="$$( [ -x $(PY) ] && echo $(abspath $(PY)) )" \
 venv-other $(VENV_OTHER):
 	@$(ENSURE_OTHER); rc=$$?; if [ $$rc -eq 10 ]; then exit 0; fi; exit $$rc
 
-demo: $(VENV)
+demo: venv-demo
 	$(PY) scripts/demo.py $(DEMO_ARGS)
 
 # ruff and pytest both run; the target fails if either failed.
@@ -75,6 +86,10 @@ test-other:
 	$(PY_OTHER) -m pytest -m "not slow and not notebooks" $(PYTEST_ARGS)
 
 check: test test-other
+
+# Needs no project venv: builds the wheel and makes its own throw-away venvs.
+check-install:
+	@scripts/clean_install_check.sh
 
 lint: $(VENV)
 	$(VENV)/bin/ruff check $(LINT_PATHS)

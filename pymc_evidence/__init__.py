@@ -13,6 +13,8 @@ Examples
 
 __version__ = "0.1.0"
 
+import logging
+
 from .api import (
     METHODS,
     bridge_sampling,
@@ -24,7 +26,15 @@ from .api import (
 from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
 from .compare import bayes_factor, compare
 from .estimators import EvidenceEstimate
-from .estimators.diagnostics import EvidenceWarning
+from .estimators.diagnostics import (
+    BaseFitWarning,
+    ConvergenceWarning,
+    CrossCheckWarning,
+    EvidenceWarning,
+    ModelWarning,
+    SamplingWarning,
+    WeightWarning,
+)
 from .hygiene import ModelHygieneError, check_model
 from .plots import (
     plot_beta_trace,
@@ -33,20 +43,27 @@ from .plots import (
     plot_st_levels,
     plot_work_overlap,
 )
+from .results.error_measures import error_measures
 from .steps import GibbsContinuousTempering, SimulatedTempering
 from .transforms import continuous_tempering
 
 __all__ = [
     "METHODS",
     "BaseFitError",
+    "BaseFitWarning",
+    "ConvergenceWarning",
+    "CrossCheckWarning",
     "EvidenceEstimate",
     "EvidenceWarning",
     "GaussianBase",
     "GibbsContinuousTempering",
     "MixtureBase",
     "ModelHygieneError",
+    "ModelWarning",
     "PriorBase",
+    "SamplingWarning",
     "SimulatedTempering",
+    "WeightWarning",
     "__version__",
     "bayes_factor",
     "bridge_sampling",
@@ -54,6 +71,7 @@ __all__ = [
     "compare",
     "continuous_tempering",
     "ct_evidence",
+    "error_measures",
     "fit_base",
     "log_evidence",
     "plot_beta_trace",
@@ -64,3 +82,16 @@ __all__ = [
     "sample_evidence",
     "st_evidence",
 ]
+
+
+def _show_info_lines(logger: logging.Logger) -> None:
+    """Print the package's INFO lines (e.g. CT adaptation rounds) on stderr, as PyMC does,
+    unless the application has configured logging (the root logger has a handler)."""
+    if logging.getLogger().handlers:
+        return
+    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        logger.addHandler(logging.StreamHandler())
+
+
+_show_info_lines(logging.getLogger(__name__))

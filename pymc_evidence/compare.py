@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from pymc_evidence.estimators.diagnostics import ConvergenceWarning, CrossCheckWarning
 from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results.schema import log_evidence
@@ -63,7 +64,7 @@ def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
         warnings.warn(
             f"Comparing estimates from different methods {methods}: each standard error covers "
             "only its own Monte Carlo error, not systematic differences between methods.",
-            UserWarning,
+            CrossCheckWarning,
             stacklevel=3,
         )
     bad = [name for name, est in estimates.items() if not np.isfinite(est.se)]
@@ -71,7 +72,7 @@ def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
         warnings.warn(
             f"Standard error of log Z is not finite for {bad}; the derived uncertainties "
             "are not meaningful.",
-            UserWarning,
+            ConvergenceWarning,
             stacklevel=3,
         )
     return estimates
@@ -92,8 +93,10 @@ def bayes_factor(a: Any, b: Any) -> BayesFactor:
 
     Warns
     -----
-    UserWarning
-        If the two estimates come from different methods or a standard error is not finite.
+    CrossCheckWarning
+        If the two estimates come from different methods.
+    ConvergenceWarning
+        If a standard error is not finite.
 
     Examples
     --------
@@ -191,8 +194,10 @@ def compare(
 
     Warns
     -----
-    UserWarning
-        If the estimates come from different methods or a standard error is not finite.
+    CrossCheckWarning
+        If the estimates come from different methods.
+    ConvergenceWarning
+        If a standard error is not finite.
 
     Examples
     --------

@@ -26,6 +26,7 @@ from .base.space import ModelSpace
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .hygiene import check_model
+from .nuts import SamplingArgs, run_nuts
 from .transforms.reparam import reparam_info, reparametrize
 
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
@@ -77,34 +78,6 @@ def seed_sequence(random_seed) -> np.random.SeedSequence:
     return np.random.SeedSequence(random_seed)
 
 
-@dataclass(frozen=True)
-class SamplingArgs:
-    """The PyMC-style sampling arguments of a call (``pm.sample``'s meaning)."""
-
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
-    cores: int | None = None
-    progressbar: bool = True
-
-    def __post_init__(self):
-        for name in ("draws", "chains"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if int(self.tune) < 0:
-            raise ValueError(f"tune must be >= 0, got {self.tune}")
-
-    def as_dict(self) -> dict:
-        """The arguments as ``pm.sample`` keywords."""
-        return dict(
-            draws=int(self.draws),
-            tune=int(self.tune),
-            chains=int(self.chains),
-            cores=self.cores,
-            progressbar=bool(self.progressbar),
-        )
-
-
 @dataclass(eq=False)
 class EvidenceProblem:
     """A model prepared for evidence estimation; build with :meth:`build`.
@@ -153,6 +126,8 @@ class EvidenceProblem:
     _outputs_fn: object = field(default=None, repr=False)
     #: Which method of a cross-check is running: each gets its own ``"method"`` stream.
     method_slot: int = 0
+    #: The NUTS backends the call's runs used (recorded in the results' attributes).
+    nuts_used: set = field(default_factory=set)
 
     @classmethod
     def build(
@@ -234,7 +209,7 @@ class EvidenceProblem:
             model=self.model,
             random_seed=self.rng("base"),
             potentials=self.potentials,
-            **self.base_kwargs,
+            **{"progressbar": self.sampling.progressbar, **self.base_kwargs},
         )
 
     def density(self) -> BatchedDensity:
@@ -264,12 +239,12 @@ class EvidenceProblem:
                 raise ValueError("posterior= must be sampling results with a 'posterior' group")
             return posterior
         if target_accept not in self._reference:
-            self._reference[target_accept] = pm.sample(
-                **self.sampling.as_dict(),
+            self.nuts_used.add(self.sampling.sampler)
+            self._reference[target_accept] = run_nuts(
+                self.model,
+                self.sampling,
                 random_seed=self.int_seed("nuts"),
                 target_accept=target_accept,
-                compute_convergence_checks=False,
-                model=self.model,
             )
         return self._reference[target_accept]
 

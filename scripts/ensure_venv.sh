@@ -1,22 +1,49 @@
 #!/usr/bin/env bash
 # Create (once) a virtualenv and install this project into it, editable, with extras.
 #
-#   scripts/ensure_venv.sh VENV_DIR [--other]
+#   scripts/ensure_venv.sh VENV_DIR [--other] [--extras LIST]
 #
 # The interpreter comes from scripts/find_python.sh (primary, or --other for the other PyMC
-# major). A stamp file VENV_DIR/.install-stamp records the interpreter, the extras and a hash of
-# pyproject.toml: when all match, nothing is done; when pyproject.toml or the extras changed,
-# the project is re-installed; when the interpreter changed, the venv is rebuilt.
+# major). LIST is a comma-separated list of extras from pyproject.toml ("" for none: the
+# runtime dependencies only, what `make demo` uses); without --extras, $EXTRAS, else "test".
+# A stamp file VENV_DIR/.install-stamp records the interpreter, the installed extras and a
+# hash of pyproject.toml. Nothing is done when the interpreter and pyproject.toml match and
+# the installed extras include the wanted ones (so `make demo` after `make test` reuses the
+# test venv as it is); otherwise the project is re-installed with the union of the installed
+# and the wanted extras; when the interpreter changed, the venv is rebuilt with the wanted
+# extras only.
 # Exits 10 (and creates nothing) for --other when there is no interpreter of the other kind.
 #
 # Environment: EXTRAS (default "test"), PYTHON / PYTHON_OTHER / PRIMARY_PYTHON (see find_python.sh).
 set -euo pipefail
 
-venv=${1:?usage: ensure_venv.sh VENV_DIR [--other]}
-role=${2:-}
-extras=${EXTRAS:-test}
+usage() { echo "usage: ensure_venv.sh VENV_DIR [--other] [--extras LIST]" >&2; exit 2; }
+
+venv=${1:-}
+[[ -n $venv && $venv != -* ]] || usage
+shift
+role=
+extras=${EXTRAS-test}
+while (( $# )); do
+    case $1 in
+        --other) role=--other ;;
+        --extras) (( $# >= 2 )) || usage; extras=$2; shift ;;
+        --extras=*) extras=${1#--extras=} ;;
+        *) usage ;;
+    esac
+    shift
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+
+# norm_extras "a, b,a" -> "a,b" (sorted, unique, no blanks)
+norm_extras() { tr ', ' '\n\n' <<<"$*" | sed '/^$/d' | sort -u | paste -sd, -; }
+# covers HAVE WANT -> true when every extra in WANT is in HAVE
+covers() {
+    local e
+    for e in ${2//,/ }; do [[ ,$1, == *,"$e",* ]] || return 1; done
+}
+extras=$(norm_extras "$extras")
 
 say() { echo "[$venv] $*"; }
 
@@ -37,8 +64,10 @@ if command -v sha256sum >/dev/null 2>&1; then
 else
     hash=$(shasum -a 256 pyproject.toml | cut -d' ' -f1)
 fi
-want="python=$py version=$py_ver extras=$extras pyproject=$hash"
 stamp="$venv/.install-stamp"
+base="python=$py version=$py_ver"
+# stamp_field NAME -> the value of NAME=... in the stamp ("" when absent)
+stamp_field() { [[ -f $stamp ]] && tr ' ' '\n' < "$stamp" | sed -n "s/^$1=//p" | head -n 1 || true; }
 
 versions() {
     "$venv/bin/python" - <<'EOF'
@@ -54,9 +83,14 @@ print(", ".join(parts))
 EOF
 }
 
-if [[ -f $stamp && $(cat "$stamp") == "$want" && -x $venv/bin/python ]]; then
-    say "up to date: $(versions)"
-    exit 0
+have_extras=
+if [[ -f $stamp && -x $venv/bin/python && $(cat "$stamp") == "$base "* ]]; then
+    have_extras=$(stamp_field extras)
+    if [[ $(stamp_field pyproject) == "$hash" ]] && covers "$have_extras" "$extras"; then
+        say "up to date (extras: ${have_extras:-none}): $(versions)"
+        exit 0
+    fi
+    extras=$(norm_extras "$have_extras,$extras")   # same interpreter: keep what is there
 fi
 
 start=$(date +%s)
@@ -79,7 +113,7 @@ rm -f "$stamp"   # an interrupted install leaves no stamp, so the next run insta
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
 "$venv/bin/python" -m pip install --upgrade pip
-say "installing -e .[$extras]"
-"$venv/bin/python" -m pip install -e ".[$extras]"
-printf '%s\n' "$want" > "$stamp"
+say "installing -e .${extras:+[$extras]}"
+"$venv/bin/python" -m pip install -e ".${extras:+[$extras]}"
+printf '%s\n' "$base extras=$extras pyproject=$hash" > "$stamp"
 say "ready in $(( $(date +%s) - start ))s: $(versions)"

@@ -262,7 +262,7 @@ def test_compare_orders_models(ct_run, gibbs_run):
     """Same data, priors N(0, 1) and N(0, 9): exactly log Z differs by ~1.7 nats."""
     truth = exact(1.0)[0] - exact(3.0)[0]
     assert truth > 1.0
-    with pytest.warns(UserWarning, match="different methods"):
+    with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         table = pme.compare({"wide": gibbs_run, "narrow": ct_run})
     assert list(table.index) == ["narrow", "wide"]
     assert table.loc["narrow", "d_log_z"] == 0.0
@@ -270,6 +270,6 @@ def test_compare_orders_models(ct_run, gibbs_run):
     assert_log_z((d, d_se), truth, abs_tol=0.15, label="compare: d_log_z of 'wide'")
     assert table.loc["narrow", "post_prob"] == pytest.approx(1 / (1 + np.exp(-d)), rel=1e-9)
     assert table.loc["narrow", "post_prob"] > 0.7
-    with pytest.warns(UserWarning, match="different methods"):
+    with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         bf = pme.bayes_factor(ct_run, gibbs_run)
     assert bf.log_bf == pytest.approx(d, rel=1e-12)

@@ -284,7 +284,7 @@ def test_prior_draws_fall_back_when_not_batchable():
         tau = pm.HalfNormal("tau", 1.0)
         pm.ZeroSumNormal("z", sigma=tau, shape=3)
     space = model_space(model)
-    with pytest.warns(RuntimeWarning, match="one point at a time"):
+    with pytest.warns(pme.ModelWarning, match="one point at a time"):
         x = prior_draws(space, 300, 1)
     np.testing.assert_array_equal(x, prior_draws(space, 300, 1))
     assert x.shape == (300, 3) and np.all(np.isfinite(PriorBase.for_model(model).logp(x)))

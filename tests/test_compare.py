@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+import pymc_evidence as pme
 from pymc_evidence import compat
 from pymc_evidence.compare import BayesFactor, bayes_factor, compare
 from pymc_evidence.estimators.record import EvidenceEstimate
@@ -116,12 +117,12 @@ def test_bayes_factor_propagates_errors():
 
 
 def test_warnings_for_mixed_methods_and_bad_se():
-    with pytest.warns(UserWarning, match="different methods"):
+    with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         compare({"a": est(0.0, method="ct"), "b": est(1.0, method="ais")})
-    with pytest.warns(UserWarning, match="not finite"):
+    with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         table = compare({"a": est(0.0, se=np.nan), "b": est(1.0)})
     assert np.isnan(table.loc["a", "d_log_z_se"])
-    with pytest.warns(UserWarning, match="not finite"):
+    with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         assert np.isinf(bayes_factor(est(0.0, se=np.inf), est(1.0)).se)
 
 

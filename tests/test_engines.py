@@ -106,7 +106,7 @@ def test_vectorize_failure_warns_and_loops(halfnormal_model, monkeypatch):
 
     monkeypatch.setattr(_compile_module, "vectorize_graph", broken)
     base = GaussianBase(np.ones(3), np.eye(3), log_zeta=0.0, kind="moments")
-    with pytest.warns(pme.EvidenceWarning, match="one point at a time"):
+    with pytest.warns(pme.ModelWarning, match="one point at a time"):
         density = batched_log_densities(halfnormal_model, base)
     assert not density.vectorized
     log_f, _, grad_f, _ = density(np.zeros((2, 3)))

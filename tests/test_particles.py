@@ -163,7 +163,7 @@ def test_diverging_kernels_warn_on_the_funnel(method):
     """Centred funnel kept as written (``reparam=None``): HMC trajectories diverge in the
     neck, and the particle methods say so."""
     case = tm.hierarchical_normal(J=8, centered=True)
-    options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"draws": 200}
+    options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"n_particles": 200}
     options["reparam"] = None
     with pytest.warns(pme.EvidenceWarning, match="trajectories diverged"):
         idata = pme.sample_evidence(

@@ -18,6 +18,7 @@ import pymc_evidence as pme  # noqa: E402
 from pymc_evidence import compat, plots  # noqa: E402
 from pymc_evidence.estimators.diagnostics import EvidenceWarning  # noqa: E402
 from pymc_evidence.estimators.noneq import ais_log_evidence, reverse_ais_log_evidence  # noqa: E402
+from pymc_evidence.methods import get_method  # noqa: E402
 from pymc_evidence.plots import (  # noqa: E402
     plot_beta_trace,
     plot_compare,
@@ -26,40 +27,78 @@ from pymc_evidence.plots import (  # noqa: E402
     plot_work_overlap,
 )
 from pymc_evidence.results import GROUP, estimate_to_dataset  # noqa: E402
+from pymc_evidence.results.schema import CHAIN_LOG_Z, CHAIN_LOG_Z_SE, LOG_Z  # noqa: E402
 
 Y = np.array([0.3, -0.5])
 COV = np.eye(2) + 1.0  # y ~ N(0, I + 11'): mu ~ N(0, 1), y_i | mu ~ N(mu, 1)
 EXACT = float(-0.5 * Y @ np.linalg.solve(COV, Y) - 0.5 * np.linalg.slogdet(2 * np.pi * COV)[1])
-SMALL = {"draws": 200, "tune": 200, "chains": 2, "random_seed": 0, "progressbar": False}
+QUIET = {"random_seed": 0, "progressbar": False}
+SMALL = {"draws": 200, "tune": 200, "chains": 2, **QUIET}
 FAST_BASE = {"base_kwargs": {"restarts": 2}}
+CT_FAST = {"adapt_rounds": 1, "adapt_draws": 200, "adapt_tune": 200, **FAST_BASE}
+AIS_FAST = {"n_particles": 64, "n_stages": 30, **FAST_BASE}
+# SMC from the prior, so that the adaptive schedule takes several stages
+SMC_FAST = {"n_particles": 64, "n_runs": 2, "base": "prior"}
 OPTIONS = {
-    "ct": {"adapt_rounds": 1, "adapt_draws": 200, "adapt_tune": 200, **FAST_BASE},
+    "ct": CT_FAST,
+    "gibbs_ct": CT_FAST,
     "st": FAST_BASE,
-    "bar": {"n_particles": 64, "n_stages": 30, **FAST_BASE},
+    "ais": AIS_FAST,
+    "rais": AIS_FAST,
+    "bar": AIS_FAST,
+    "lis": {"n_particles": 64, "n_stages": 8, "chain_length": 5, **FAST_BASE},
+    "smc": SMC_FAST,
+    "arm": SMC_FAST,
+    "bridge": {},
 }
+CROSS_CHECK = ("smc", "bridge")
+
+
+def _model():
+    model = pm.Model()
+    with model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=Y)
+    return model
 
 
 def _run(method):
-    with pm.Model(), warnings.catch_warnings():
+    """Tiny results of ``method`` (a name, or a tuple of names for a cross-check)."""
+    names = [method] if isinstance(method, str) else list(method)
+    uses_nuts = any(get_method(name).nuts != "none" for name in names)
+    sizes = SMALL if uses_nuts else QUIET  # methods without NUTS refuse draws/tune/chains
+    options = {key: value for name in names for key, value in OPTIONS[name].items()}
+    with _model(), warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
-        mu = pm.Normal("mu", 0, 1)
-        pm.Normal("y", mu, 1, observed=Y)
-        return pme.sample_evidence(method=method, **SMALL, **OPTIONS[method])
+        return pme.sample_evidence(method=method if len(names) == 1 else names, **sizes, **options)
 
 
 @pytest.fixture(scope="module")
-def ct():
-    return _run("ct")
+def results():
+    """``results(method)``: each method (or cross-check) runs once per module, on demand."""
+    cache = {}
+
+    def get(method):
+        if method not in cache:
+            cache[method] = _run(method)
+        return cache[method]
+
+    return get
 
 
 @pytest.fixture(scope="module")
-def st():
-    return _run("st")
+def ct(results):
+    return results("ct")
 
 
 @pytest.fixture(scope="module")
-def bar():
-    return _run("bar")
+def st(results):
+    return results("st")
+
+
+@pytest.fixture(scope="module")
+def bar(results):
+    return results("bar")
 
 
 @pytest.fixture(scope="module")
@@ -148,19 +187,135 @@ def test_beta_trace_draws_on_given_axes(ct):
         plot_beta_trace(ct, axes=[given[0]])
 
 
-@pytest.mark.parametrize("name", ["ct", "st", "bar", "ais", "rais"])
-def test_running_log_z_ends_at_the_stored_estimate(name, request):
-    idata = request.getfixturevalue(name)
-    ax = plot_running_log_z(idata, n_points=12, reference=EXACT)
-    est = pme.log_evidence(idata)
+PREFIX_XLABELS = {
+    "ct": "draws per chain",
+    "gibbs_ct": "draws per chain",
+    "st": "draws per chain",
+    "ais": "particles (independent runs)",
+    "rais": "particles (independent runs)",
+    "bar": "particles (independent runs)",
+    "lis": "LIS runs (per direction)",
+}
+
+
+def _check_prefix_plot(ax, name, group):
+    """A running estimate over growing prefixes that ends at the stored estimate."""
     (line,) = [line for line in ax.get_lines() if line.get_label() == "running estimate"]
-    assert 2 <= line.get_xdata().size <= 12 and np.all(np.diff(line.get_xdata()) > 0)
-    assert line.get_ydata()[-1] == pytest.approx(est.log_z, abs=1e-10)
+    assert 2 <= line.get_xdata().size <= 8 and np.all(np.diff(line.get_xdata()) > 0)
+    assert line.get_ydata()[-1] == pytest.approx(float(group[LOG_Z]), abs=1e-10)
     assert len(ax.collections) == 1  # the band
     band = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert band.max() - band.min() > 0.0
     assert _labels(ax) == ["± 2 se", "running estimate", "final estimate", "reference"]
+    assert ax.get_xlabel() == PREFIX_XLABELS[name]
+
+
+def _check_smc_plot(ax, group):
+    """One cumulative log Z trace per run, from (0, 0) to (1, that run's log Z)."""
+    n_runs = group.sizes["run"]
+    traces = ax.get_lines()[:n_runs]
+    assert len(ax.get_lines()) == n_runs + 2  # the runs, the final estimate, the reference
+    assert _labels(ax) == [
+        "± 2 se",
+        *(f"run {r}" for r in range(n_runs)),
+        "final estimate",
+        "reference",
+    ]
+    for r, line in enumerate(traces):
+        x, y = line.get_xdata(), line.get_ydata()
+        assert x.size == group["n_stages"].values[r] + 1 >= 3  # a marker per stage
+        assert (x[0], y[0], x[-1]) == (0.0, 0.0, 1.0) and np.all(np.diff(x) > 0)
+        assert y[-1] == pytest.approx(float(group[CHAIN_LOG_Z][r]), abs=1e-10)
+    assert "beta" in ax.get_xlabel() and len(ax.patches) == 1  # the final band
+
+
+def _check_bridge_plot(ax, group):
+    (trace,) = [line for line in ax.get_lines() if line.get_label() == "repetition 0"]
+    n_iter = int(group["diag_n_iterations"])
+    np.testing.assert_array_equal(trace.get_xdata(), np.arange(n_iter + 1))
+    np.testing.assert_array_equal(trace.get_ydata(), group["log_z_iterates"].values)
+    assert trace.get_ydata()[-1] == float(group[LOG_Z])
+    assert _labels(ax) == ["± 2 se", "repetition 0", "final estimate", "reference"]
+    assert "iteration" in ax.get_xlabel() and len(ax.patches) == 1
+
+
+def _check_cross_check_plot(ax, group):
+    """One point per method with its ± 2 se error bar, and the combined band."""
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(CROSS_CHECK)
+    assert len(ax.containers) == len(CROSS_CHECK) and len(ax.patches) == 1
+    for i, container in enumerate(ax.containers):
+        x, y = container.lines[0].get_xydata()[0]
+        assert (x, y) == (i, pytest.approx(float(group[CHAIN_LOG_Z][i])))
+        low, high = container.lines[2][0].get_segments()[0][:, 1]
+        assert high - low == pytest.approx(4 * float(group[CHAIN_LOG_Z_SE][i]))
+    assert _labels(ax) == ["± 2 se", "final estimate", "reference", *CROSS_CHECK]
+    assert ax.get_xlabel() == "method" and "cross-check (smc, bridge)" in ax.get_title()
+
+
+@pytest.mark.parametrize("name", [*pme.METHODS, "cross-check"])
+def test_running_log_z_every_method(name, results):
+    idata = results(CROSS_CHECK if name == "cross-check" else name)
+    group = compat.get_group(idata, GROUP)
+    ax = plot_running_log_z(idata, n_points=8, reference=EXACT)
+    final, reference = ax.get_lines()[-2:]
+    assert final.get_ydata()[0] == float(group[LOG_Z]) and reference.get_ydata()[0] == EXACT
     assert ax.get_ylabel() == "log Z" and name in ax.get_title()
+    if name in PREFIX_XLABELS:
+        _check_prefix_plot(ax, name, group)
+    elif name in ("smc", "arm"):
+        _check_smc_plot(ax, group)
+    elif name == "bridge":
+        _check_bridge_plot(ax, group)
+    else:
+        _check_cross_check_plot(ax, group)
+
+
+@pytest.mark.parametrize("name", ["ais", "rais"])
+def test_running_log_z_of_works_alone(name, request):
+    """Groups with works only (forward, or both for reverse AIS) end at their estimate."""
+    idata = request.getfixturevalue(name)
+    ax = plot_running_log_z(idata, n_points=8)
+    line = ax.get_lines()[0]
+    assert line.get_ydata()[-1] == pytest.approx(pme.log_evidence(idata).log_z, abs=1e-10)
+
+
+def test_running_log_z_smc_runs_of_different_lengths():
+    """Adaptive runs take different numbers of stages: the NaN padding is not drawn."""
+    betas = [[0.0, 0.3, 1.0], [0.0, 0.1, 0.4, 1.0]]
+    increments = [[np.nan, -1.0, -1.5], [np.nan, -0.5, -1.0, -1.1]]
+    est = pme.EvidenceEstimate(-2.55, 0.02, "smc", np.array([-2.5, -2.6]), np.array([0.03] * 2))
+    group = estimate_to_dataset(
+        est, chain_dim="run", stage_values={"beta": betas, "log_increment": increments}
+    )
+    ax = plot_running_log_z(compat.new_idata({GROUP: group}), k=1)
+    runs = ax.get_lines()[:2]
+    np.testing.assert_array_equal(runs[0].get_xdata(), betas[0])
+    np.testing.assert_allclose(runs[0].get_ydata(), [0.0, -1.0, -2.5])
+    np.testing.assert_allclose(runs[1].get_ydata(), [0.0, -0.5, -1.5, -2.6])
+    assert _labels(ax)[0] == "± 1 se"
+
+
+def test_running_log_z_bridge_repetitions(results):
+    """Repetitions redraw the proposal: one trace each, the final line is their mean."""
+    with _model(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceWarning)
+        idata = pme.bridge_sampling(results("bridge"), repetitions=3, random_seed=1)
+    group = compat.get_group(idata, GROUP)
+    ax = plot_running_log_z(idata)
+    traces = ax.get_lines()[:3]
+    assert [line.get_label() for line in traces] == [f"repetition {r}" for r in range(3)]
+    ends = [line.get_ydata()[-1] for line in traces]
+    np.testing.assert_allclose(ends, group[CHAIN_LOG_Z].values, atol=1e-12)
+    assert ax.get_lines()[3].get_ydata()[0] == pytest.approx(np.mean(ends))
+    n_iter = group["n_iterations"].values
+    assert [line.get_xdata().size for line in traces] == list(n_iter.astype(int) + 1)
+
+
+def test_running_log_z_bridge_without_iterates_shows_chains(results):
+    group = compat.get_group(results("bridge"), GROUP).drop_vars("log_z_iterates")
+    ax = plot_running_log_z(compat.new_idata({GROUP: group}))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["chain 0", "chain 1"]
+    assert len(ax.containers) == 2 and ax.get_xlabel() == "chain"
 
 
 def test_running_log_z_after_netcdf_round_trip(ct, tmp_path):
@@ -169,9 +324,15 @@ def test_running_log_z_after_netcdf_round_trip(ct, tmp_path):
     assert ax.get_lines()[0].get_ydata()[-1] == pytest.approx(pme.log_evidence(ct).log_z)
 
 
-def test_running_log_z_rejects_methods_without_raw_quantities():
-    with pytest.raises(ValueError, match="plot_running_log_z handles .* not 'bridge'"):
+def test_running_log_z_rejects_results_without_values():
+    with pytest.raises(ValueError, match="plot_running_log_z handles .* not 'nuts'"):
+        plot_running_log_z(_only("nuts"))
+    with pytest.raises(ValueError, match="neither the values .* nor per-chain"):
         plot_running_log_z(_only("bridge"))
+    with pytest.raises(ValueError, match="'smc' results hold none of"):
+        plot_running_log_z(_only("smc"))
+    with pytest.raises(ValueError, match="'lis' results hold none of"):
+        plot_running_log_z(_only("lis"))
 
 
 def test_work_overlap_bar(bar):
@@ -233,7 +394,7 @@ def test_compare_flat_dict_and_table(ct, st):
     flat = plot_compare({"a": ct, "b": pme.log_evidence(st)}, k=1)
     assert [t.get_text() for t in flat.get_yticklabels()] == ["a", "b"]
     assert flat.get_xlabel() == "log Z (± 1 se)"
-    with pytest.warns(UserWarning, match="different methods"):
+    with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         table = pme.compare({"a": ct, "b": st})
     ax = plot_compare(table)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(table.index)
@@ -281,9 +442,11 @@ def test_no_global_state_changed(ct, st, bar, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "module", [plots, plots.tempering, plots.evidence], ids=["init", "tempering", "evidence"]
+    "module",
+    [plots, plots.tempering, plots.evidence, plots.running],
+    ids=["init", "tempering", "evidence", "running"],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
-    assert result.attempted > 0 or module is plots.tempering  # its examples all need a run
+    assert result.attempted > 0 or module in (plots.tempering, plots.running)  # need a run

@@ -18,7 +18,7 @@ from pymc_evidence.problem import STREAMS, EvidenceProblem, SamplingArgs, seed_s
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression
 
 FAST = {
-    "smc": dict(draws=200, chains=2, base="prior"),
+    "smc": dict(n_particles=200, n_runs=2, base="prior"),
     "ais": dict(n_particles=64, n_stages=30, base="prior"),
     "bridge": dict(draws=200, tune=200, chains=2),
 }
@@ -147,7 +147,7 @@ def test_cross_check_shares_the_problem_and_combines():
         warnings.simplefilter("ignore")
         idata = pme.sample_evidence(
             case.model, ["smc", "bridge"], draws=300, tune=300, chains=2, base="prior",
-            random_seed=4, progressbar=False,
+            n_particles=300, n_runs=2, random_seed=4, progressbar=False,
         )  # fmt: skip
     est = pme.log_evidence(idata)
     assert est.method == "smc+bridge" and est.n_chains == 2

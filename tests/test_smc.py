@@ -177,14 +177,14 @@ def test_settings_are_checked(toy):
         with pytest.raises(ValueError):
             SMCSettings(**bad).checked_schedule()
     with pytest.raises(ValueError, match="unknown method"):
-        pme.sample_evidence(toy[0], "smc2", draws=10, chains=2, random_seed=1, progressbar=False)
+        pme.sample_evidence(toy[0], "smc2", n_runs=2, random_seed=1, progressbar=False)
 
 
 # ---------------------------------------------------------------- end to end
 
 
 def _estimate(model, method, **kwargs):
-    options = dict(draws=500, tune=0, chains=4, cores=None, random_seed=SEED, progressbar=False)
+    options = dict(n_particles=500, n_runs=4, cores=None, random_seed=SEED, progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
         idata = pme.sample_evidence(model, method, **{**options, **kwargs})
@@ -220,7 +220,7 @@ def test_smc_exact_models(name, base, request, advi_bases):
 
 
 def test_smc_results_group(regression, tmp_path):
-    idata, est = _estimate(regression.model, "smc", base="prior", draws=300, chains=3)
+    idata, est = _estimate(regression.model, "smc", base="prior", n_particles=300, n_runs=3)
     group = get_group(idata, "log_evidence")
     assert group.attrs["method"] == "smc" and group.attrs["schedule"] == "adaptive"
     assert group["log_marginal_likelihood_chain"].dims == ("run",) and group.sizes["run"] == 3
@@ -241,7 +241,7 @@ def test_smc_results_group(regression, tmp_path):
 def test_arm_expands_on_coarse_fixed_schedule(regression, advi_bases):
     """ARM adds particles where the coarse steps are hard, stays within (i_max+1) R, is exact."""
     base = advi_bases[regression.name]
-    kwargs = dict(base=base, schedule=COARSE, draws=400, max_expansions=3)
+    kwargs = dict(base=base, schedule=COARSE, n_particles=400, max_expansions=3)
     idata, est = _estimate(regression.model, "arm", **kwargs)
     assert_log_z(est, regression.log_z, abs_tol=0.1, se_max=0.1)
     group = get_group(idata, "log_evidence")
@@ -260,20 +260,33 @@ def test_arm_expands_on_coarse_fixed_schedule(regression, advi_bases):
 def test_defaults_exact_models(method, regression, bernoulli):
     """sample_evidence-like defaults: ADVI base with 8 restarts, 1000 particles, 4 runs."""
     for case in (regression, bernoulli):
-        _, est = _estimate(case.model, method, draws=1000, base="advi")
+        _, est = _estimate(case.model, method, n_particles=1000, base="advi")
         assert_log_z(est, case.log_z, abs_tol=0.1, se_max=0.1)
 
 
 def test_sample_evidence_smc_entry_point():
-    """method="smc" through sample_evidence: draws = particles per run, chains = runs."""
+    """method="smc" through sample_evidence: n_particles per run, n_runs runs."""
     import pymc_evidence as pme
     from pymc_evidence.testing import models as tm
 
     case = tm.beta_bernoulli()
     with case.model:
         idata = pme.sample_evidence(
-            method="smc", draws=300, chains=3, base="prior", random_seed=7, progressbar=False
+            method="smc", n_particles=300, n_runs=3, base="prior", random_seed=7, progressbar=False
         )
     est = pme.log_evidence(idata)
     assert est.method == "smc" and est.n_chains == 3
     assert_log_z(est, case.log_z, abs_tol=0.1, label="smc via sample_evidence")
+
+
+@pytest.mark.parametrize("method", ["smc", "arm", "ais"])
+@pytest.mark.parametrize(
+    "given", [{"draws": 300}, {"chains": 3}, {"tune": 100}, {"target_accept": 0.9}]
+)
+def test_particle_methods_refuse_pm_sample_sizes(method, given):
+    """draws/chains/tune (and NUTS arguments) are refused, not reinterpreted, before any work."""
+    import pymc_evidence as pme
+    from pymc_evidence.testing import models as tm
+
+    with pytest.raises(TypeError, match="n_particles"):
+        pme.sample_evidence(tm.beta_bernoulli().model, method, progressbar=False, **given)

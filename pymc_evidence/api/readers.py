@@ -194,7 +194,9 @@ def log_evidence(idata):
 
     Reads the ``log_evidence`` group; for a raw trace of a tempering step method (e.g.
     ``pm.sample(step=pme.GibbsContinuousTempering(...))``) it computes the estimate from
-    the recorded statistics.
+    the recorded statistics; for a ``pm.sample_smc`` result it pools the chains' final
+    ``log_marginal_likelihood`` (method ``"pm.sample_smc"``, se from the spread of the
+    chains; see :func:`pymc_evidence.results.external.sample_smc_estimate`).
 
     Returns
     -------

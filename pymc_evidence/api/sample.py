@@ -8,8 +8,10 @@ import pymc as pm
 
 from ..estimators.pooling import cross_check
 from ..methods import get_method, resolve_options
-from ..problem import EvidenceProblem, SamplingArgs
+from ..nuts import SamplingArgs
+from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
+from .sampling_checks import check_sampling, with_log_likelihood
 
 __all__ = ["sample_evidence"]
 
@@ -21,12 +23,18 @@ def sample_evidence(
     model: pm.Model | None = None,
     method="smc",
     *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     cores: int | None = None,
     random_seed=None,
     progressbar: bool = True,
+    nuts_sampler: str | None = None,
+    target_accept: float | None = None,
+    nuts_sampler_kwargs: dict | None = None,
+    initvals=None,
+    compile_kwargs: dict | None = None,
+    idata_kwargs: dict | None = None,
     **method_options,
 ):
     """Estimate the marginal likelihood ``log Z = log p(y | model)`` with a standard error.
@@ -56,9 +64,37 @@ def sample_evidence(
         top-level bridge (bridged LIS). ``"smc"``, ``"arm"``: tempered resample-move SMC
         and its adaptive-particle-count form (Fraccaro et al.). ``"bridge"``: bridge
         sampling from NUTS posterior draws (:func:`pymc_evidence.bridge_sampling`).
-    draws, tune, chains, cores, random_seed, progressbar
-        As in :func:`pymc.sample`, for the final run. ``random_seed`` seeds everything
-        (one :class:`numpy.random.SeedSequence`, see :mod:`pymc_evidence.problem`).
+    draws, tune, chains
+        As in :func:`pymc.sample`, for the NUTS runs of the methods that run NUTS (``ct``,
+        ``gibbs_ct``, ``st``, and the posterior draws of ``bridge``, ``rais``, ``bar``,
+        ``lis``); defaults 1000, 1000, 4. The particle methods (``smc``, ``arm``, ``ais``)
+        run no NUTS and refuse them (``TypeError``): their sizes are ``n_particles`` and
+        ``n_runs``.
+    cores : int, optional
+        As in :func:`pymc.sample`: chains of NUTS runs, and the independent runs of
+        ``smc``/``arm``, run in up to ``cores`` processes (default ``min(4, cpu count)``).
+        The result is the same for a given seed whatever ``cores`` is.
+    random_seed : int, optional
+        Seeds everything (one :class:`numpy.random.SeedSequence`, see
+        :mod:`pymc_evidence.problem`): the same seed gives the same number.
+    progressbar : bool, default True
+        Progress bars for the base fit, NUTS runs and annealing.
+    nuts_sampler : {None, "pymc", "nutpie", "numpyro", "blackjax"}
+        The NUTS backend. ``None`` picks what PyMC would (nutpie when installed on PyMC 6),
+        except for ``ct``, whose adaptation rounds reuse one compiled PyMC NUTS (nutpie
+        would recompile the extended model every round). PyMC's NUTS starts from the
+        base's variances as its mass matrix; other backends adapt their own (they start
+        from a base draw). ``gibbs_ct`` and ``st`` are PyMC step methods: PyMC's sampler
+        only.
+    target_accept : float, optional
+        Overrides each method's own default (0.95 for ``ct``, ``gibbs_ct`` and the internal
+        posterior runs, whose divergences would bias the estimate; 0.8 for ``st``).
+    nuts_sampler_kwargs, initvals, compile_kwargs, idata_kwargs
+        As in :func:`pymc.sample`, passed to every NUTS run (``nuts_sampler_kwargs`` and
+        ``compile_kwargs`` go to the step of ``gibbs_ct``/``st``; ``initvals`` override
+        the base's starting points variable by variable).
+        ``idata_kwargs={"log_likelihood": True}`` adds a ``log_likelihood`` group of the
+        returned posterior, for any method.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
         terms as part of the likelihood) and ``reparam`` (``"auto"``, default: work on the
@@ -80,15 +116,10 @@ def sample_evidence(
           to the running estimate; they stop early once ``log zeta`` is stable.
         - ``covariance``: ``"auto"`` (full below 200 dimensions), ``"full"`` or ``"diag"``
           for the refitted base.
-        - ``potentials``: ``"likelihood"`` to accept ``pm.Potential`` terms as part of the
-          likelihood.
-        - ``nuts_sampler``: ``"pymc"`` (default), ``"nutpie"`` or ``"numpyro"`` (joint form).
-        - ``target_accept`` (0.95: tempered targets mix a broad base with the posterior,
-          and divergences bias the estimate).
 
         For ``"st"``: ``base``, ``base_kwargs`` and ``potentials`` as above, and the
         arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
-        ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ``target_accept``, ...).
+        ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ...).
 
         For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (``"prior"`` gives
         the power-posterior path from exact prior draws), ``n_particles`` (256),
@@ -104,16 +135,16 @@ def sample_evidence(
         ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
         ``"reverse"``) and ``posterior`` as for ``"bar"``.
 
-        For ``"smc"`` and ``"arm"``: ``draws`` is the number of particles per run and
-        ``chains`` the number of independent runs (their spread gives the se); ``tune`` and
-        ``cores`` are not used. Options: ``base``/``base_kwargs``, ``schedule``
+        For ``"smc"`` and ``"arm"``: ``n_particles`` (1000 per run) and ``n_runs`` (4
+        independent runs; their spread gives the se). Options: ``base``/``base_kwargs``,
+        ``schedule``
         (``"adaptive"``: next temperature by bisection on the conditional ESS, or an array
         of betas), ``target_ess`` (0.8), ``resample_threshold`` (0.5), ``resampling``
         (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (10),
-        ``arm_threshold`` (0.7), ``max_expansions`` (3), ``n_particles``, ``n_runs``. With
+        ``arm_threshold`` (0.7), ``max_expansions`` (3). With
         the adaptive schedule every step already has a conditional ESS of ``target_ess``,
         so ARM expands only when ``arm_threshold > target_ess`` or with a fixed schedule;
-        that is where it helps (see :func:`pymc_evidence.api.smc.run_smc`).
+        that is where it helps (see :func:`pymc_evidence.engines.smc.run_resample_move`).
 
         For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
         ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
@@ -134,7 +165,7 @@ def sample_evidence(
     >>> with pm.Model():
     ...     p = pm.Beta("p", 1, 1)
     ...     pm.Bernoulli("y", p, observed=[1, 0, 1, 1])
-    ...     idata = pme.sample_evidence(draws=500, tune=500, chains=2, random_seed=3,
+    ...     idata = pme.sample_evidence(n_particles=500, n_runs=2, random_seed=3,
     ...                                 progressbar=False)
     >>> est = pme.log_evidence(idata)    # exact: log B(4, 2) = log(1/20) = -2.996
     >>> bool(abs(est.log_z + 2.9957) < max(4 * est.se, 0.1))
@@ -143,28 +174,35 @@ def sample_evidence(
     names = [method] if isinstance(method, str) or method is None else list(method)
     specs = [get_method(name) for name in names]
     per_method = _split_options(specs, method_options)
-    sampling = SamplingArgs(
-        draws=draws, tune=tune, chains=chains, cores=cores, progressbar=progressbar
+    sampling = SamplingArgs.from_call(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        progressbar=progressbar,
+        nuts_sampler=nuts_sampler,
+        target_accept=target_accept,
+        nuts_sampler_kwargs=nuts_sampler_kwargs,
+        initvals=initvals,
+        compile_kwargs=compile_kwargs,
+        idata_kwargs=idata_kwargs,
     )
+    check_sampling(specs, sampling)
     problem = _problem(model, random_seed, sampling, per_method)
     results = []
     for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
         problem.method_slot = slot  # independent random numbers for each method
         results.append(spec.run(problem, options))
-    attrs = {
-        "draws": int(draws),
-        "tune": int(tune),
-        "chains": int(chains),
-        "random_seed_entropy": str(problem.seed.entropy),
-        "reparametrized": ",".join(problem.reparametrized),
-    }
+    attrs = _call_attrs(problem)
     if len(results) == 1:
         result = results[0]
         attrs.update(result.attrs)
-        return assemble_results(result.estimate, result.groups, layout=result.layout, attrs=attrs)
-    est = _combined([r.estimate for r in results])
-    attrs["methods"] = ",".join(names)
-    return assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
+        out = assemble_results(result.estimate, result.groups, layout=result.layout, attrs=attrs)
+    else:
+        est = _combined([r.estimate for r in results])
+        attrs["methods"] = ",".join(names)
+        out = assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
+    return with_log_likelihood(out, problem)
 
 
 def _split_options(specs, given: dict) -> list[dict]:
@@ -203,6 +241,20 @@ def _problem(model, random_seed, sampling, per_method) -> EvidenceProblem:
         base_kwargs=shared.get("base_kwargs"),
         reparam=reparam,
     )
+
+
+def _call_attrs(problem) -> dict:
+    """The call's settings for the ``log_evidence`` group's attributes."""
+    sampling = problem.sampling
+    attrs = {
+        "random_seed_entropy": str(problem.seed.entropy),
+        "reparametrized": ",".join(problem.reparametrized),
+    }
+    if problem.nuts_used:
+        attrs.update(draws=int(sampling.draws), tune=int(sampling.tune))
+        attrs.update(chains=int(sampling.chains))
+        attrs["nuts_sampler"] = ",".join(sorted(problem.nuts_used))
+    return attrs
 
 
 def _combined(estimates):

@@ -11,6 +11,8 @@ import warnings
 import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
+from ..estimators.diagnostics import ModelWarning
+
 try:  # PyMC >= 5.19
     from pymc.pytensorf import compile as _pymc_compile
 except ImportError:  # pragma: no cover - older PyMC
@@ -42,11 +44,14 @@ def checks_to_ninf(graph):
     return rewrite_graph(graph, include=(), custom_rewrite=to_switch)
 
 
-def compile_rows(flat, outputs, *, vectorize: bool = True, what: str, category, stacklevel=4):
+def compile_rows(
+    flat, outputs, *, vectorize: bool = True, what: str, category=ModelWarning, stacklevel=4
+):
     """Compile ``outputs`` of the single-point input ``flat`` for a matrix of rows.
 
     Returns ``(vectorized, fn)``: ``fn`` takes a matrix when ``vectorized``, else one row
-    (when vectorizing fails, with a warning of ``category`` saying ``what`` is now slower).
+    (when vectorizing fails, with a warning of ``category``, by default
+    :class:`~pymc_evidence.ModelWarning`, saying ``what`` is now slower).
     """
     if vectorize:
         try:

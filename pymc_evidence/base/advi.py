@@ -194,6 +194,7 @@ def run_advi(
     init_scale: float = 0.1,
     rng: np.random.Generator,
     early_stop: bool = True,
+    callback=None,
 ) -> AdviResult:
     """Fit one Gaussian per start point by maximizing the ELBO, all restarts at once.
 
@@ -209,6 +210,10 @@ def run_advi(
         Start the learning-rate decay once the constant-rate phase has plateaued (every
         fit's noisy ELBO, averaged over windows of ``n_steps / 16`` steps, no longer rises
         by two standard errors), not after ``n_steps / 2`` steps; the decay keeps its length.
+    callback : callable, optional
+        Called as ``callback(done, total)`` after every step: steps done and the steps the
+        run will take (it shrinks when the constant-rate phase stops early); e.g. the update
+        of a :func:`~pymc_evidence.progress.progress_bar`.
 
     Returns
     -------
@@ -243,6 +248,8 @@ def run_advi(
             n_tail[rows] += 1
         schedule.check(traces, active, step)
         step += 1
+        if callback is not None:
+            callback(step, schedule.end)
     done = n_tail > 0
     params[done] = tail_sum[done] / n_tail[done, None]
     means, chols = unpack(params, d, fullrank)

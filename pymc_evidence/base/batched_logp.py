@@ -67,7 +67,7 @@ def _point_graph(space: ModelSpace):
 def _compile_batched(space: ModelSpace, vectorize: bool):
     flat, outputs = _point_graph(space)
     what = "ADVI"
-    return compile_rows(flat, outputs, vectorize=vectorize, what=what, category=RuntimeWarning)
+    return compile_rows(flat, outputs, vectorize=vectorize, what=what)
 
 
 def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
@@ -78,8 +78,8 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
     space : ModelSpace
     vectorize : bool, default True
         Vectorize over rows with :func:`~pytensor.graph.replace.vectorize_graph`. If False,
-        or if vectorization fails (then with a ``RuntimeWarning``), rows are evaluated in a
-        Python loop by a single-point function.
+        or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
+        are evaluated in a Python loop by a single-point function.
 
     Returns
     -------

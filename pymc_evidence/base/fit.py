@@ -13,7 +13,9 @@ import numpy as np
 import pymc as pm
 from scipy.special import logsumexp
 
+from ..estimators.diagnostics import BaseFitWarning
 from ..hygiene import check_model
+from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
 from .gaussian import GaussianBase, moment_match
 from .mixture import MixtureBase
@@ -30,15 +32,23 @@ COMBINE_METHODS = ("moments", "mixture")
 DEFAULT_RESTARTS = 8
 
 
-def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng):
+def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar):
     """ADVI from every start at once, each fit evaluated by fresh Monte Carlo draws.
 
     Returns the successful fits (in start order) and the errors of the failed ones.
     """
     density = batched_logp(space)
-    result = run_advi(
-        density, starts, fullrank=fullrank, n_steps=n_steps, learning_rate=learning_rate, rng=rng
-    )
+    label = f"{'Full-rank ADVI' if fullrank else 'ADVI'} base, {len(starts)} restarts"
+    with progress_bar(label, n_steps, enabled=progressbar) as update:
+        result = run_advi(
+            density,
+            starts,
+            fullrank=fullrank,
+            n_steps=n_steps,
+            learning_rate=learning_rate,
+            rng=rng,
+            callback=update,
+        )
     kind = "fullrank_advi" if fullrank else "advi"
     ok = [k for k, err in enumerate(result.errors) if err is None]
     errors = [f"restart {k}: {err}" for k, err in enumerate(result.errors) if err is not None]
@@ -158,6 +168,7 @@ def fit_base(
     random_seed=None,
     potentials: str | None = None,
     model: pm.Model | None = None,
+    progressbar: bool = True,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -193,6 +204,9 @@ def fit_base(
         How to read ``pm.Potential`` terms (see :func:`pymc_evidence.check_model`).
     model : pm.Model, optional
         Taken from the context when omitted.
+    progressbar : bool, default True
+        Show a progress bar of the ADVI steps (PyMC's look; see
+        :mod:`pymc_evidence.progress`). False prints nothing.
 
     Returns
     -------
@@ -203,8 +217,12 @@ def fit_base(
     Raises
     ------
     BaseFitError
-        When no fit succeeds. A failing full-rank fit falls back to mean-field with a
-        warning.
+        When no fit succeeds.
+
+    Warns
+    -----
+    BaseFitWarning
+        When the full-rank fit fails and mean-field ADVI is fitted instead.
 
     Examples
     --------
@@ -212,7 +230,7 @@ def fit_base(
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
     ...     y = pm.Normal("y", mu, 1, observed=[0.5])
-    ...     base = pme.fit_base(random_seed=1)
+    ...     base = pme.fit_base(random_seed=1, progressbar=False)
     >>> bool(abs(base.log_zeta - (-1.0 - 0.5 * np.log(2 * np.pi * 2) + 1.0 - 0.0625)) < 0.05)
     True
     """
@@ -233,12 +251,12 @@ def fit_base(
     if restarts > 1:
         starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
     fits, errors = _fit_restarts(
-        space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng
+        space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng, progressbar
     )
     if not fits and fullrank:
         warnings.warn(
             f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI",
-            RuntimeWarning,
+            BaseFitWarning,
             stacklevel=2,
         )
         return fit_base(
@@ -250,6 +268,7 @@ def fit_base(
             random_seed=rng,
             potentials=potentials,
             model=space.model,
+            progressbar=progressbar,
         )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")

@@ -24,6 +24,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from ..estimators.diagnostics import ModelWarning
 from ._compile import checks_to_ninf, compile_fn, compile_rows
 from .gaussian import _structure, assign_shared, make_shared
 from .space import ModelSpace, model_space
@@ -95,7 +96,7 @@ def _compile_draws(space: ModelSpace):
     except Exception as err:  # a distribution that cannot be batched
         warnings.warn(
             f"could not vectorize prior draws ({err!r}); drawing one point at a time",
-            RuntimeWarning,
+            ModelWarning,
             stacklevel=4,
         )
     flat = replace_rng_nodes([pt.concatenate([pt.flatten(v) for v in outs])])[0]
@@ -143,7 +144,7 @@ def _prior_logp_fn(space: ModelSpace):
     model = space.model
     flat, graph = space.on_flat(model.logp(vars=model.free_RVs, jacobian=True))
     graph = pt.cast(checks_to_ninf(graph), "float64")
-    vectorized, fn = compile_rows(flat, graph, what="the prior base", category=RuntimeWarning)
+    vectorized, fn = compile_rows(flat, graph, what="the prior base")
     return fn, vectorized
 
 

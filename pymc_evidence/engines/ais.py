@@ -170,6 +170,7 @@ def run_forward_ais(
     target_accept: float = 0.65,
     adapt_step_size: bool = True,
     x0: np.ndarray | None = None,
+    callback=None,
 ) -> tuple[np.ndarray, AISInfo]:
     """Forward AIS from the base ``q`` to the model, with HMC kernels.
 
@@ -200,6 +201,8 @@ def run_forward_ais(
         Turn that tuning off (constant step size).
     x0 : ndarray, shape (n_particles, d), optional
         Exact draws from the base, instead of ``base.sample`` (e.g. for a prior base).
+    callback : callable, optional
+        Called as ``callback(done, n_stages)`` after each stage (e.g. a progress bar).
 
     Returns
     -------
@@ -231,13 +234,12 @@ def run_forward_ais(
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
     if isinstance(scale, str):
-        # the base's per-coordinate spread (see BaseDensity.scale)
-        scale = base.scale
+        scale = base.scale  # the base's per-coordinate spread (see BaseDensity.scale)
     calls0 = density.n_calls
     state = init_state(x, density)
     log_w = np.zeros(state.x.shape[0])
     nan = np.full(n_stages + 1, np.nan)
-    acceptance, step_sizes, mean_inc, ess = nan.copy(), nan.copy(), nan.copy(), nan.copy()
+    acceptance, step_sizes, mean_inc, ess, path_var = (nan.copy() for _ in range(5))
     ess[0] = state.x.shape[0]
     fixed = np.ndim(step_size) > 0
     if fixed:
@@ -245,7 +247,6 @@ def run_forward_ais(
         if np.any(~np.isfinite(fixed_steps[1:n_stages])):
             raise ValueError("step_size must be finite at every intermediate beta")
     eps = np.nan if fixed else float(step_size)
-    path_var = nan.copy()
     for t in range(1, n_stages + 1):
         with np.errstate(invalid="ignore"):
             path_var[t - 1] = _weighted_var(state.log_f - state.log_q, log_w)
@@ -253,6 +254,8 @@ def run_forward_ais(
         log_w = log_w + inc
         mean_inc[t] = float(np.mean(inc))
         ess[t] = kish_ess(log_w)
+        if callback is not None:
+            callback(t, n_stages)
         if t == n_stages:
             break
         if fixed:
@@ -292,6 +295,7 @@ def pilot_schedule(
     n_pilot_stages: int | None = None,
     n_leapfrog: int = 10,
     scale="base",
+    callback=None,
 ) -> tuple[np.ndarray, np.ndarray, AISInfo]:
     """Choose a schedule and per-stage step sizes with a pilot forward run; freeze both.
 
@@ -300,6 +304,7 @@ def pilot_schedule(
     between stages. Its path variances give :func:`adaptive_schedule`; its step sizes,
     interpolated in ``beta``, become the fixed kernels of the main runs, so that forward and
     reverse runs use exactly the same kernels and no tuning happens inside a run.
+    ``callback`` is the pilot run's (see :func:`run_forward_ais`).
 
     Returns
     -------
@@ -311,9 +316,8 @@ def pilot_schedule(
     """
     m = int(n_pilot_stages) if n_pilot_stages else max(20, int(n_stages) // 4)
     pilot = sigmoidal_schedule(m)
-    _, info = run_forward_ais(
-        density, base, pilot, x0.shape[0], rng, n_leapfrog=n_leapfrog, scale=scale, x0=x0
-    )
+    kwargs = dict(n_leapfrog=n_leapfrog, scale=scale, x0=x0, callback=callback)
+    _, info = run_forward_ais(density, base, pilot, x0.shape[0], rng, **kwargs)
     betas = adaptive_schedule(pilot, info.path_var, n_stages)
     steps = np.interp(betas, pilot[1:-1], info.step_sizes[1:-1])
     steps[0] = steps[-1] = np.nan
@@ -330,6 +334,7 @@ def run_reverse_ais(
     n_steps_per_stage: int = 1,
     *,
     scale=None,
+    callback=None,
 ) -> tuple[np.ndarray, ReverseAISInfo]:
     """Reverse AIS: start at draws from the target and anneal back to the base.
 
@@ -348,6 +353,8 @@ def run_reverse_ais(
         As in the forward run.
     scale : ndarray, shape (d,), optional
         As in the forward run (its ``info.scale``).
+    callback : callable, optional
+        Called as ``callback(done, n_stages)`` after each stage (e.g. a progress bar).
 
     Returns
     -------
@@ -376,6 +383,8 @@ def run_reverse_ais(
             state, acceptance[k] = _move(
                 state, betas[k], density, step_sizes[k], n_leapfrog, n_steps_per_stage, rng, scale
             )
+        if callback is not None:
+            callback(n_stages - k, n_stages)
     info = ReverseAISInfo(
         betas=betas,
         acceptance=acceptance,

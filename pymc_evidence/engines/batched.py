@@ -26,7 +26,6 @@ import pytensor.tensor as pt
 from ..base._compile import checks_to_ninf, compile_rows
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
-from ..estimators.diagnostics import EvidenceWarning
 from ..transforms.tempering import _check_layout, raveled_value_vars, tempered_terms
 
 __all__ = ["BatchedDensity", "batched_log_densities"]
@@ -113,6 +112,14 @@ class BatchedDensity:
         :meth:`diverging_fraction` later to count what came after."""
         return self.n_nonfinite, self.n_points, self.n_diverging, self.n_trajectories
 
+    def add_counts(self, delta) -> None:
+        """Add counters gathered elsewhere (a copy of this density in a worker process):
+        ``delta`` is the difference of two :meth:`counts` there."""
+        self.n_nonfinite += int(delta[0])
+        self.n_points += int(delta[1])
+        self.n_diverging += int(delta[2])
+        self.n_trajectories += int(delta[3])
+
     def record_trajectories(self, diverging: np.ndarray) -> None:
         """Count HMC trajectories and their divergences (called by the kernels)."""
         self.n_trajectories += int(np.size(diverging))
@@ -149,7 +156,7 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
 def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, vectorize: bool):
     flat, outputs = _single_point_graphs(model, base, space, shared)
     what = "every particle method"
-    return compile_rows(flat, outputs, vectorize=vectorize, what=what, category=EvidenceWarning)
+    return compile_rows(flat, outputs, vectorize=vectorize, what=what)
 
 
 def batched_log_densities(
@@ -169,8 +176,8 @@ def batched_log_densities(
         parameters are frozen into the compiled function: a new base object compiles anew.
     vectorize : bool, default True
         Vectorize over particles with :func:`~pytensor.graph.replace.vectorize_graph`. If
-        False, or if vectorization fails (then with an :class:`EvidenceWarning`), rows are
-        evaluated in a Python loop by a single-point function.
+        False, or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
+        are evaluated in a Python loop by a single-point function.
 
     Returns
     -------

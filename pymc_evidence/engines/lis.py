@@ -222,6 +222,7 @@ def run_lis(
     end_sampler=None,
     bridge: str = "geometric",
     log_ratio_guess=0.0,
+    callback=None,
 ) -> tuple[np.ndarray, LISInfo]:
     """Independent linked importance sampling runs, one per particle, in lockstep.
 
@@ -261,6 +262,9 @@ def run_lis(
     log_ratio_guess : float or array_like, shape (n,)
         For ``bridge="optimal"``: fixed guesses of ``log(Z_{k+1} / Z_k)`` (``betas`` order,
         forward sign), e.g. a pilot AIS run's per-stage increments; not from this run.
+    callback : callable, optional
+        Called as ``callback(done, n + 1)`` after each of the ``n + 1`` chains (e.g. a
+        progress bar).
 
     Returns
     -------
@@ -329,6 +333,8 @@ def run_lis(
             num.append(bridges[j](u)[0])
             ess[j] = chain.link_ess()
         link = chain.pick
+        if callback is not None:
+            callback(j + 1, n_links + 1)
     log_factors = lis_log_factors(num, den)
     cfg["n_density_calls"] = density.n_calls - calls0
     info = _info(log_factors, link, betas, direction, acc, ess, eps, lengths, cfg)

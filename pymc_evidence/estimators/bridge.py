@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from . import logspace
+from .diagnostics import ConvergenceWarning, tagged
 from .logspace import log_mean_exp
 from .mcse import ess_mean
 from .record import EvidenceEstimate
@@ -62,7 +63,9 @@ def _check_finite(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} is -inf everywhere: target and proposal do not overlap")
 
 
-def bridge_iterate(log_l1, log_l2, log_s1, log_s2, *, maxiter=1000, tol=1e-10, log_r0=None):
+def bridge_iterate(
+    log_l1, log_l2, log_s1, log_s2, *, maxiter=1000, tol=1e-10, log_r0=None, history=None
+):
     """Iterate the optimal-bridge fixed point in log space.
 
     Parameters
@@ -79,6 +82,8 @@ def bridge_iterate(log_l1, log_l2, log_s1, log_s2, *, maxiter=1000, tol=1e-10, l
         Converged when ``|change of log r| <= tol * max(1, |log r|)``.
     log_r0 : float, optional
         Starting value; default the median of ``log_l1`` (the ratio at a typical draw).
+    history : list, optional
+        When given, the start and every iterate are appended to it.
 
     Returns
     -------
@@ -102,12 +107,15 @@ def bridge_iterate(log_l1, log_l2, log_s1, log_s2, *, maxiter=1000, tol=1e-10, l
         raise ValueError("log_l1 has no finite value to start the iteration from")
     log_r = float(np.median(finite)) if log_r0 is None else float(log_r0)
     step, n_iter = np.inf, 0
+    history = [] if history is None else history
+    history.append(log_r)
     for n_iter in range(1, int(maxiter) + 1):
         num = l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)
         den = -np.logaddexp(log_s1 + l1, log_s2 + log_r)
         new = log_mean_exp(num) - log_mean_exp(den)
         step = abs(new - log_r)
         log_r = new
+        history.append(log_r)
         if step <= tol * max(1.0, abs(log_r)):
             return log_r, n_iter, True, float(step)
     return log_r, n_iter, False, float(step)
@@ -187,13 +195,13 @@ def posterior_n_eff(x) -> float:
     return float(min(np.nanmedian(ess), x.shape[0] * x.shape[1]))
 
 
-def _single(l1, l2, n_eff, maxiter, tol):
+def _single(l1, l2, n_eff, maxiter, tol, history=None):
     """Iterate and measure the error for one block of posterior draws."""
     n2 = l2.size
     log_s1 = float(np.log(n_eff) - np.log(n_eff + n2))
     log_s2 = float(np.log(n2) - np.log(n_eff + n2))
     log_r, n_iter, converged, step = bridge_iterate(
-        l1, l2, log_s1, log_s2, maxiter=maxiter, tol=tol
+        l1, l2, log_s1, log_s2, maxiter=maxiter, tol=tol, history=history
     )
     re2_prop, re2_post = bridge_relative_error(l1, l2, log_r, log_s1, log_s2)
     info = {"n_iterations": float(n_iter), "converged": float(converged), "last_step": step}
@@ -242,6 +250,7 @@ def bridge_log_evidence(
     tol: float = 1e-10,
     method: str = "bridge",
     emit_warnings: bool = True,
+    history: list | None = None,
 ) -> EvidenceEstimate:
     """Log marginal likelihood by the iterative optimal bridge, with its standard error.
 
@@ -260,7 +269,9 @@ def bridge_log_evidence(
     method : str
         Name recorded in the estimate.
     emit_warnings : bool
-        Also emit the returned warnings as :class:`EvidenceWarning`.
+        Also emit the returned warnings (as :class:`~.diagnostics.ConvergenceWarning`).
+    history : list, optional
+        When given, the iterates of ``log Z`` (start first) are appended to it.
 
     Returns
     -------
@@ -290,7 +301,7 @@ def bridge_log_evidence(
     n_eff = float(n1 if n_eff is None else n_eff)
     if not 0 < n_eff <= n1 or l2.size < 2:
         raise ValueError(f"need 0 < n_eff <= {n1} and >= 2 proposal draws (n_eff={n_eff})")
-    log_r, re2_prop, re2_post, info = _single(l1, l2, n_eff, maxiter, tol)
+    log_r, re2_prop, re2_post, info = _single(l1, l2, n_eff, maxiter, tol, history)
     se = float(np.sqrt(re2_prop + re2_post))
     per = [_single(c[None], l2, n_eff * c.size / n1, maxiter, tol) for c in l1]
     per_z = np.array([p[0] for p in per])
@@ -304,7 +315,7 @@ def bridge_log_evidence(
         "re2_posterior": re2_post,
         "chain_disagreement": _chain_agreement(per_z, per_se, log_r),
     }
-    messages = _messages(diag, maxiter, tol)
+    messages = tagged(_messages(diag, maxiter, tol), ConvergenceWarning)
     if emit_warnings:  # the argument hides logspace.emit_warnings
         logspace.emit_warnings(messages)
     return EvidenceEstimate(log_r, se, method, per_z, per_se, diag, tuple(messages))

@@ -32,6 +32,7 @@ import dataclasses
 
 import numpy as np
 
+from .diagnostics import WeightWarning
 from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se
 from .noneq import bar_log_evidence
 from .record import EvidenceEstimate
@@ -236,7 +237,9 @@ def lis_log_evidence(log_r_runs, *, method: str = "lis") -> EvidenceEstimate:
     """
     log_r = _check_log_r(log_r_runs, "log_r_runs")
     value, se, diag, messages = _mean_runs(log_r, "forward")
-    return EvidenceEstimate(value, se, method, log_r, np.empty(0), diag, emit_warnings(messages))
+    return EvidenceEstimate(
+        value, se, method, log_r, np.empty(0), diag, emit_warnings(messages, WeightWarning)
+    )
 
 
 def reverse_lis_log_evidence(log_r_reverse, *, method: str = "reverse_lis") -> EvidenceEstimate:
@@ -266,7 +269,9 @@ def reverse_lis_log_evidence(log_r_reverse, *, method: str = "reverse_lis") -> E
     """
     log_r = _check_log_r(log_r_reverse, "log_r_reverse")
     value, se, diag, messages = _mean_runs(log_r, "reverse")
-    return EvidenceEstimate(-value, se, method, -log_r, np.empty(0), diag, emit_warnings(messages))
+    return EvidenceEstimate(
+        -value, se, method, -log_r, np.empty(0), diag, emit_warnings(messages, WeightWarning)
+    )
 
 
 def bridged_log_evidence(

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 
-from .diagnostics import EvidenceWarning
+from .diagnostics import EvidenceWarning, WarningMessage, tagged
 
 __all__ = [
     "RESAMPLING",
@@ -192,13 +192,18 @@ def resample_indices(log_w, n_out: int, rng: np.random.Generator, method="system
     return RESAMPLING[method](log_w, n_out, rng)
 
 
-def emit_warnings(messages, category=EvidenceWarning, stacklevel: int = 3) -> tuple[str, ...]:
-    """Emit each message with :func:`warnings.warn`; return them as a tuple.
+def emit_warnings(
+    messages, category=EvidenceWarning, stacklevel: int = 3
+) -> tuple[WarningMessage, ...]:
+    """Emit each message with :func:`warnings.warn` under its category; return them.
 
     Parameters
     ----------
     messages : iterable of str
+        A :class:`~.diagnostics.WarningMessage` is emitted under its own ``category``; a
+        plain string under ``category``.
     category : type of Warning, default EvidenceWarning
+        The category of plain strings.
     stacklevel : int, default 3
         Passed unchanged to :func:`warnings.warn`, so ``1`` is this function, ``2`` the
         function that calls it and the default ``3`` that function's caller (the user's
@@ -206,15 +211,23 @@ def emit_warnings(messages, category=EvidenceWarning, stacklevel: int = 3) -> tu
 
     Returns
     -------
-    tuple of str
-        The messages, ready for ``EvidenceEstimate.warnings``.
+    tuple of WarningMessage
+        The messages, each tagged with the category it was emitted under, ready for
+        ``EvidenceEstimate.warnings`` (so that re-emitting them keeps the category).
 
     Examples
     --------
     >>> emit_warnings([])
     ()
+    >>> import warnings
+    >>> from pymc_evidence.estimators.diagnostics import WeightWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     out = emit_warnings(["few effective draws"], WeightWarning)
+    >>> caught[0].category.__name__, out[0].category.__name__
+    ('WeightWarning', 'WeightWarning')
     """
-    messages = tuple(messages)
+    messages = tuple(tagged(messages, category))
     for message in messages:
-        warnings.warn(message, category, stacklevel=stacklevel)
+        warnings.warn(message, message.category, stacklevel=stacklevel)
     return messages

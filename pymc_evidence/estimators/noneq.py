@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special
 
+from .diagnostics import ConvergenceWarning, CrossCheckWarning, WarningMessage, WeightWarning
 from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se
 from .record import EvidenceEstimate
 
@@ -95,7 +96,9 @@ def ais_log_evidence(work_f) -> EvidenceEstimate:
         "mean_work": float(w.mean()),
         "sd_work": float(w.std(ddof=1)),
     }
-    return EvidenceEstimate(value, se, "ais", -w, np.empty(0), diag, emit_warnings(messages))
+    return EvidenceEstimate(
+        value, se, "ais", -w, np.empty(0), diag, emit_warnings(messages, WeightWarning)
+    )
 
 
 def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
@@ -134,7 +137,9 @@ def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
         "mean_work": float(w.mean()),
         "sd_work": float(w.std(ddof=1)),
     }
-    return EvidenceEstimate(-value, se, "rais", w, np.empty(0), diag, emit_warnings(messages))
+    return EvidenceEstimate(
+        -value, se, "rais", w, np.empty(0), diag, emit_warnings(messages, WeightWarning)
+    )
 
 
 def _bar_terms(log_z: float, wf: np.ndarray, wr: np.ndarray, m: float):
@@ -260,8 +265,9 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
             "its se are unreliable; anneal more slowly"
         )
     if not converged:
-        messages.append(f"BAR root finder did not converge in {maxiter} iterations")
-    messages = emit_warnings(messages)
+        text = f"BAR root finder did not converge in {maxiter} iterations"
+        messages.append(WarningMessage(text, ConvergenceWarning))
+    messages = emit_warnings(messages, WeightWarning)
     return EvidenceEstimate(float(root), se, "bar", np.empty(0), np.empty(0), diag, messages)
 
 
@@ -317,7 +323,7 @@ def histogram_log_evidence(
         "converged": float(converged),
     }
     messages = [] if converged else [f"histogram iteration did not converge in {maxiter} steps"]
-    messages = emit_warnings(messages)
+    messages = emit_warnings(messages, ConvergenceWarning)
     return EvidenceEstimate(log_z, se, "histogram", np.empty(0), np.empty(0), diag, messages)
 
 
@@ -343,11 +349,12 @@ def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
     lz_r = -lz_r
     gap, se = lz_f - lz_r, float(np.hypot(se_f, se_r))
     if gap > z * se:
-        return [
+        text = (
             f"forward AIS ({lz_f:.3f}) lies {gap:.3f} nats above reverse AIS ({lz_r:.3f}), "
             f"more than {z:g} se: the reverse runs did not start from the posterior (or the "
             "kernels differ), so the BAR estimate is biased beyond its se"
-        ]
+        )
+        return [WarningMessage(text, CrossCheckWarning)]
     return []
 
 

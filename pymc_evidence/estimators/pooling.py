@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from .diagnostics import CrossCheckWarning, WarningMessage
 from .record import EvidenceEstimate
 
 __all__ = ["CROSS_CHECK_Z", "cross_check", "pool_chain_estimates"]
@@ -78,7 +79,9 @@ def cross_check(estimates, *, z_max: float = CROSS_CHECK_Z) -> EvidenceEstimate:
     -------
     EvidenceEstimate
         ``method`` is the methods joined by ``"+"``; diagnostics ``cross_check_max_z`` and
-        ``cross_check_birge_ratio``; the estimates' own warnings are kept.
+        ``cross_check_birge_ratio``; the estimates' own warnings are kept, and each
+        disagreement adds one tagged :class:`~.diagnostics.CrossCheckWarning` (not emitted
+        here).
 
     Examples
     --------
@@ -107,12 +110,13 @@ def cross_check(estimates, *, z_max: float = CROSS_CHECK_Z) -> EvidenceEstimate:
             z = abs(values[i] - values[j]) / np.hypot(ses[i], ses[j])
             worst = max(worst, float(z))
             if z > z_max:
-                messages.append(
+                text = (
                     f"{names[i]} ({values[i]:.3f} ± {ses[i]:.3f}) and {names[j]} "
                     f"({values[j]:.3f} ± {ses[j]:.3f}) disagree by {z:.1f} combined se: at "
                     "least one of them has missed part of the posterior (a mode, a funnel's "
                     "neck) or has an optimistic se; the combined se is widened accordingly"
                 )
+                messages.append(WarningMessage(text, CrossCheckWarning))
     return EvidenceEstimate(
         log_z=mean,
         se=float(birge / np.sqrt(w.sum())),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .diagnostics import WeightWarning, tagged
 from .logspace import kish_ess
 from .mcse import chain_agreement_pvalue, ess_mean, log_ratio_of_means, ratio_influence
 from .record import EvidenceEstimate
@@ -156,6 +157,7 @@ def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> E
             f"{FAR_FROM_R:g}/K; the estimate is consistent but log_zhat was not adapted, so "
             "mixing over levels is poor and the se less reliable"
         )
+    messages = tagged(messages, WeightWarning)
     return _record(shift + value, se, method, shift + per_chain, per_chain_se, diag, messages)
 
 

@@ -145,6 +145,6 @@ def _chain_max_z(value, per_chain, per_chain_se) -> float:
 
 
 def _record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
-    """Add the shared messages, emit every message as an EvidenceWarning, build the record."""
+    """Add the shared messages, emit every message under its category, build the record."""
     messages = emit_warnings(messages + evidence_messages(diag, se), stacklevel=4)
     return EvidenceEstimate(float(value), se, method, per_chain, per_chain_se, diag, messages)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .diagnostics import ESS_W1_MIN
+from .diagnostics import ESS_W1_MIN, WeightWarning, tagged
 from .mcse import _as_chains, chain_agreement_pvalue, mcse_mean
 from .record import EvidenceEstimate
 from .rts_levels import (
@@ -102,4 +102,5 @@ def rb_thermodynamic_integration(delta, log_cond, betas) -> EvidenceEstimate:
             f"estimated trapezoid discretisation error {diag['trapezoid_correction']:.3g} "
             "exceeds the se (which ignores it): use a denser ladder or the RTS estimate"
         )
+    messages = tagged(messages, WeightWarning)
     return _record(value, se, "st_ti", per_chain, per_chain_se, diag, messages)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .diagnostics import ConvergenceWarning, WarningMessage, WeightWarning
 from .logspace import (
     checked_log_weights,
     emit_warnings,
@@ -201,24 +202,25 @@ def smc_variance_proxy(n_particles, ess) -> np.ndarray:
     return np.nansum(np.where(np.isnan(r) | np.isnan(e), np.nan, terms), axis=-1)
 
 
-def _run_messages(log_z: np.ndarray, n_runs: int) -> list[str]:
+def _run_messages(log_z: np.ndarray, n_runs: int) -> list[WarningMessage]:
     out = []
     if n_runs < 2:
-        out.append(
+        text = (
             "a single SMC run gives no spread over runs: the standard error is only the"
             " i.i.d. variance proxy (a lower bound), or NaN without one; use n_runs >= 2"
         )
+        out.append(WarningMessage(text, ConvergenceWarning))
     if np.any(log_z == -np.inf):
-        out.append(
-            f"{int(np.sum(log_z == -np.inf))} run(s) ended with every weight zero (log Z = -inf)"
-        )
+        text = f"{int(np.sum(log_z == -np.inf))} run(s) ended with every weight zero (log Z = -inf)"
+        out.append(WarningMessage(text, WeightWarning))
     ess = kish_ess(log_z)
     if n_runs >= 2 and ess < RUN_ESS_MIN_FRACTION * n_runs:
-        out.append(
+        text = (
             f"the runs disagree: Kish ESS of the run weights Z_r is {ess:.1f} of {n_runs}, so "
             "the estimate rests on one or two runs and its se is unreliable; use more "
             "particles, more moves per stage or a finer schedule"
         )
+        out.append(WarningMessage(text, WeightWarning))
     return out
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
-__all__ = ["initvals_from_base", "potential_from_base"]
+from ..nuts import run_step
+
+__all__ = ["initvals_from_base", "potential_from_base", "sample_step"]
 
 #: Variance of the standard logistic distribution (the prior of the CT variable ``u``).
 _LOGISTIC_VAR = np.pi**2 / 3.0
@@ -48,3 +50,18 @@ def potential_from_base(base, model) -> QuadPotentialDiagAdapt:
             variances.append(np.full(size, _LOGISTIC_VAR))
     mean, var = np.concatenate(means), np.concatenate(variances)
     return QuadPotentialDiagAdapt(mean.size, mean, var, 10)
+
+
+def sample_step(problem, step, *, random_seed: int, draws=None, tune=None):
+    """``pm.sample`` of the problem's model with a tempering step method, every chain started
+    from its own base draw (the user's ``initvals`` update them)."""
+    chains = problem.sampling.chains
+    return run_step(
+        problem.model,
+        problem.sampling,
+        step,
+        random_seed=random_seed,
+        draws=draws,
+        tune=tune,
+        initvals=initvals_from_base(problem, chains, with_u=False),
+    )

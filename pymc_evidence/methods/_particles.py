@@ -16,6 +16,7 @@ from ..compat import get_group
 from ..estimators.logspace import systematic_resample
 from ..estimators.noneq import crossing_messages
 from ..results.assemble import checked, copied_groups, divergences
+from ..results.diagnostics import pareto_check
 from ._spec import MethodResult
 
 __all__ = [
@@ -64,7 +65,9 @@ def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r
     non-finite log densities and of diverging HMC trajectories met since; ``n_div``:
     divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
     runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
-    both are given.
+    both are given. The Pareto k-hat of the importance weights of each direction the
+    estimate uses is stored as ``pareto_k_forward``/``pareto_k_reverse``, with a warning
+    above 0.7 for one-sided estimates (AIS, RAIS, one-direction LIS).
     """
     diagnostics = {}
     if n_div is not None:
@@ -75,7 +78,26 @@ def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r
     crossing = []
     if work_f is not None and physical_r is not None:
         crossing = crossing_messages(work_f, physical_r)
+    sets = _weight_sets(est, work_f, physical_r)
+    for direction, log_w in sets.items():
+        what = f"the {direction} {est.method.upper()} runs' weights"
+        diag, heavy = pareto_check(log_w, what=what, key=f"pareto_k_{direction}")
+        diagnostics.update(diag)
+        crossing += heavy if len(sets) == 1 else []  # two-sided (BAR, bridged) estimates cope
     return checked(est, diagnostics, crossing, stacklevel=5)
+
+
+def _weight_sets(est, work_f, physical_r) -> dict:
+    """Log importance weights (``-work``) per direction that enter ``est``; a forward-only
+    LIS estimate keeps its runs' weights in ``per_chain_log_z``."""
+    sets = {}
+    if work_f is not None and est.method != "rais":
+        sets["forward"] = -np.asarray(work_f, float)
+    elif work_f is None and physical_r is None and est.method == "lis":
+        sets["forward"] = np.asarray(est.per_chain_log_z, float)
+    if physical_r is not None:
+        sets["reverse"] = -np.asarray(physical_r, float)
+    return sets
 
 
 def particle_groups(posterior_group, start: ReverseStart | None) -> dict:

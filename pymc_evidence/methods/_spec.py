@@ -68,6 +68,11 @@ class MethodSpec:
         are accepted).
     check : callable, optional
         ``check(options)`` raises ``ValueError`` for bad values; called before any work.
+    nuts : {"none", "any", "step"}
+        Whether the method runs NUTS: ``"none"`` (particle methods: ``draws``, ``tune``,
+        ``chains`` and the NUTS arguments are refused), ``"any"`` (through
+        :func:`~pymc_evidence.nuts.run_nuts`, every backend) or ``"step"`` (a PyMC step
+        method of this package: PyMC's sampler only).
     """
 
     name: str
@@ -76,6 +81,7 @@ class MethodSpec:
     options: Mapping = field(default_factory=dict)
     uses_base: bool = True
     check: Callable | None = None
+    nuts: str = "none"
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""

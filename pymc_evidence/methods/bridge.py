@@ -17,6 +17,7 @@ import numpy as np
 
 from ..compat import get_group, group_names
 from ..estimators.bridge import bridge_log_evidence, combine_bridge_runs, posterior_n_eff
+from ..estimators.diagnostics import SamplingWarning, tagged
 from ..results.assemble import checked, divergences
 from ._spec import MethodResult, MethodSpec
 from .bridge_proposals import PROPOSALS, proposal_setup
@@ -68,7 +69,8 @@ def _posterior_draws(idata, space) -> np.ndarray:
 
 
 def _estimate(log_f, x, options, rng):
-    """Run the repetitions; returns the pooled estimate and the per-run estimates."""
+    """Run the repetitions; returns the pooled estimate, the per-run estimates and each
+    run's fixed-point iterates of ``log Z``."""
     repetitions, n_proposal = int(options["repetitions"]), options["n_proposal"]
     maxiter, tol = options["maxiter"], options["tol"]
     half = x.shape[1] // 2
@@ -81,9 +83,10 @@ def _estimate(log_f, x, options, rng):
         )
     n_eff = posterior_n_eff(x_iter)
     n2 = int(n_proposal or x_iter.shape[0] * x_iter.shape[1])
-    runs, n_nan = [], nan_post
+    runs, iterates, n_nan = [], [], nan_post
     for _ in range(int(repetitions)):
         lf_prop, lg_prop, nan_prop = draw(n2, rng)
+        iterates.append([])  # the Meng-Wong iterates, for plot_running_log_z
         est = bridge_log_evidence(
             lf_post,
             lg_post,
@@ -93,12 +96,13 @@ def _estimate(log_f, x, options, rng):
             maxiter=maxiter,
             tol=tol,
             emit_warnings=False,
+            history=iterates[-1],
         )
         runs.append(est)
         n_nan += nan_prop
     est = runs[0] if repetitions == 1 else combine_bridge_runs(runs)
     diagnostics = {**est.diagnostics, "n_nonfinite_log_f": float(n_nan)}
-    return replace(est, diagnostics=diagnostics), runs
+    return replace(est, diagnostics=diagnostics), runs, iterates
 
 
 def _messages(est) -> list[str]:
@@ -109,24 +113,27 @@ def _messages(est) -> list[str]:
             f"the model's log density was nan at {n_bad:.0f} proposal points; they were "
             "counted as zero density (log f = -inf)"
         )
-    return messages
+    return tagged(messages, SamplingWarning)
 
 
-def _layout(runs) -> dict:
-    if len(runs) == 1:
-        return {}
+def _layout(runs, iterates) -> dict:
+    one = len(runs) == 1  # then the per-chain values stay on ``chain``
+    stages = {"log_z_iterates": np.asarray(iterates[0]) if one else iterates}
+    layout = {"stage_values": stages, "stage_dim": "iteration"}
+    if one:
+        return layout
     per_run = {
         key: np.array([r.diagnostics[key] for r in runs])
         for key in ("converged", "n_iterations", "re2_proposal", "re2_posterior")
     }
-    return {"chain_dim": "run", "chain_values": per_run}
+    return {"chain_dim": "run", "chain_values": per_run, **layout}
 
 
 def bridge_parts(problem, idata, options) -> MethodResult:
     """Bridge-sample the draws of ``idata`` for ``problem``'s model; every group of
     ``idata`` is kept in the result."""
     x = _posterior_draws(idata, problem.space)
-    est, runs = _estimate(problem.log_f, x, options, problem.rng("method"))
+    est, runs, iterates = _estimate(problem.log_f, x, options, problem.rng("method"))
     # the estimator ran with emit_warnings=False: its messages are emitted here, once
     quiet = replace(est, warnings=())
     est = checked(quiet, divergences(idata), [*est.warnings, *_messages(est)], stacklevel=4)
@@ -139,7 +146,7 @@ def bridge_parts(problem, idata, options) -> MethodResult:
         "split": "first half of each chain fits the proposal, second half iterates",
     }
     groups = {name: get_group(idata, name) for name in group_names(idata)}
-    return MethodResult(est, groups, _layout(runs), attrs)
+    return MethodResult(est, groups, _layout(runs, iterates), attrs)
 
 
 def run(problem, options) -> MethodResult:
@@ -179,4 +186,5 @@ SPEC = MethodSpec(
     options=OPTIONS,
     uses_base=False,
     check=check_options,
+    nuts="any",
 )

@@ -15,6 +15,7 @@ import numpy as np
 from ..engines.ais import pilot_schedule
 from ..engines.lis import interpolate_step_sizes, run_lis
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
+from ..progress import progress_bar
 from ._particles import particle_result, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
@@ -46,15 +47,17 @@ def _kernel(problem, density, options, rng):
     """The frozen schedule and kernels, from a pilot forward AIS run."""
     n, n_stages = int(options["n_particles"]), int(options["n_stages"])
     x_pilot = problem.base_draws(max(64, n // 2), rng)
-    betas, _, pilot = pilot_schedule(
-        density,
-        problem.base,
-        x_pilot,
-        n_stages,
-        rng,
-        n_pilot_stages=max(40, 2 * n_stages),
-        n_leapfrog=options["n_leapfrog"],
-    )
+    with progress_bar("LIS pilot (AIS)", enabled=problem.sampling.progressbar) as update:
+        betas, _, pilot = pilot_schedule(
+            density,
+            problem.base,
+            x_pilot,
+            n_stages,
+            rng,
+            n_pilot_stages=max(40, 2 * n_stages),
+            n_leapfrog=options["n_leapfrog"],
+            callback=update,
+        )
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
     steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
     kernel = dict(
@@ -64,6 +67,12 @@ def _kernel(problem, density, options, rng):
         scale=pilot.scale,
     )
     return betas, kernel
+
+
+def _run_lis(problem, label, *args, **kwargs):
+    """:func:`~pymc_evidence.engines.lis.run_lis` under a progress bar of its chains."""
+    with progress_bar(label, enabled=problem.sampling.progressbar) as update:
+        return run_lis(*args, callback=update, **kwargs)
 
 
 def run(problem, options) -> MethodResult:
@@ -76,11 +85,15 @@ def run(problem, options) -> MethodResult:
     if direction != "reverse":
         length = kernel["chain_length"] + 1
         x0 = problem.base_draws(n * length, rng).reshape(n, length, problem.space.ndim)
-        log_r_f, info_f = run_lis(density, betas, x0, rng, direction="forward", **kernel)
+        log_r_f, info_f = _run_lis(
+            problem, "LIS forward", density, betas, x0, rng, direction="forward", **kernel
+        )
         stage.update(_link_values("forward", info_f))
     if direction != "forward":
         start = reverse_start(problem, options["posterior"], n, rng)
-        log_r_r, info_r = run_lis(
+        log_r_r, info_r = _run_lis(
+            problem,
+            "LIS reverse",
             density,
             betas,
             start.x,
@@ -142,4 +155,5 @@ SPEC = MethodSpec(
         "posterior": None,
     },
     check=_check,
+    nuts="any",
 )

@@ -19,6 +19,7 @@ from ..engines.ais import (
     sigmoidal_schedule,
 )
 from ..estimators.noneq import works_log_evidence
+from ..progress import progress_bar
 from ._particles import particle_result, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
@@ -36,9 +37,16 @@ def _schedule(problem, density, options, rng):
         return np.asarray(schedule, dtype=float), None, "custom"
     if schedule == "adaptive":
         x_pilot = problem.base_draws(max(64, int(options["n_particles"]) // 4), rng)
-        betas, steps, _ = pilot_schedule(
-            density, problem.base, x_pilot, n_stages, rng, n_leapfrog=options["n_leapfrog"]
-        )
+        with progress_bar("AIS pilot", enabled=problem.sampling.progressbar) as update:
+            betas, steps, _ = pilot_schedule(
+                density,
+                problem.base,
+                x_pilot,
+                n_stages,
+                rng,
+                n_leapfrog=options["n_leapfrog"],
+                callback=update,
+            )
         return betas, steps, schedule
     return _MAKERS[schedule](n_stages), None, schedule
 
@@ -59,23 +67,27 @@ def _run(problem, options, method) -> MethodResult:
     betas, steps, schedule_name = _schedule(problem, density, options, rng)
     x0 = problem.base_draws(n, rng)
     counts = density.counts()
-    fixed = {} if steps is None else {"step_size": steps}
-    work_f, info_f = run_forward_ais(
-        density, problem.base, betas, n, rng, n_leapfrog=n_leapfrog, x0=x0, **fixed
-    )
+    kernel = {"n_leapfrog": n_leapfrog, "x0": x0, **({} if steps is None else {"step_size": steps})}
+    show = problem.sampling.progressbar
+    with progress_bar("AIS forward", len(betas) - 1, enabled=show) as update:
+        work_f, info_f = run_forward_ais(
+            density, problem.base, betas, n, rng, **kernel, callback=update
+        )
     stage = {"beta": betas, **_stage_values("forward", info_f)}
     physical_r = start = None
     if method in ("rais", "bar"):
         start = reverse_start(problem, options["posterior"], n, rng)
-        work_r, info_r = run_reverse_ais(
-            density,
-            betas,
-            start.x,
-            rng,
-            step_sizes=info_f.step_sizes,
-            n_leapfrog=n_leapfrog,
-            scale=info_f.scale,
-        )
+        with progress_bar("AIS reverse", len(betas) - 1, enabled=show) as update:
+            work_r, info_r = run_reverse_ais(
+                density,
+                betas,
+                start.x,
+                rng,
+                step_sizes=info_f.step_sizes,
+                n_leapfrog=n_leapfrog,
+                scale=info_f.scale,
+                callback=update,
+            )
         stage.update(_stage_values("reverse", info_r))
         physical_r = -work_r  # the engine's reverse work is -log w; estimators take physical
     est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
@@ -120,7 +132,10 @@ def _spec(name, description, options):
     def run(problem, opts):
         return _run(problem, opts, name)
 
-    return MethodSpec(name=name, description=description, run=run, options=options, check=_check)
+    nuts = "none" if name == "ais" else "any"  # rais/bar start from NUTS draws
+    return MethodSpec(
+        name=name, description=description, run=run, options=options, check=_check, nuts=nuts
+    )
 
 
 AIS_SPEC = _spec(

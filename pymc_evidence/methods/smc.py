@@ -8,42 +8,16 @@ holds each run's final, equally weighted particles as one chain.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 
 from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
+from ..progress import smc_progress
 from ._particles import run_checks
+from ._runs import map_runs
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["ARM_SPEC", "SMC_SPEC"]
-
-
-@contextmanager
-def _progress(enabled: bool, n_runs: int):
-    """Yield ``callback_for(run)``; with ``enabled`` a rich progress bar in ``beta``."""
-    if not enabled:
-        yield lambda run: None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("beta {task.completed:.3f}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns) as bar:
-        tasks = [bar.add_task(f"SMC run {r}", total=1.0) for r in range(n_runs)]
-
-        def callback_for(run):
-            def update(beta, stage):
-                bar.update(tasks[run], completed=beta, description=f"SMC run {run}, stage {stage}")
-
-            return update
-
-        yield callback_for
 
 
 def _estimate(method, runs, checks):
@@ -94,23 +68,27 @@ def _settings(options, method) -> SMCSettings:
     return SMCSettings(arm=method == "arm", **{k: options[k] for k in _SETTING_NAMES})
 
 
-def _sizes(problem, options) -> tuple[int, int]:
-    """Particles per run and runs: ``n_particles``/``n_runs``, else ``draws``/``chains``."""
-    n = options["n_particles"] or problem.sampling.draws
-    runs = options["n_runs"] or problem.sampling.chains
-    return int(n), int(runs)
-
-
 def _run(problem, options, method) -> MethodResult:
     settings = _settings(options, method)
-    n_particles, n_runs = _sizes(problem, options)
+    n_particles, n_runs = int(options["n_particles"]), int(options["n_runs"])
     density = problem.density()
-    counts, runs = density.counts(), []
-    with _progress(problem.sampling.progressbar, n_runs) as callback_for:
-        for r, seed in enumerate(problem.seed_of("method").spawn(n_runs)):
-            run_rng = np.random.default_rng(seed)
-            x0 = problem.base_draws(n_particles, run_rng)
-            runs.append(run_resample_move(density, x0, run_rng, settings, callback=callback_for(r)))
+    counts = density.counts()
+
+    def run_one(index, seed, callback):
+        rng = np.random.default_rng(seed)
+        x0 = problem.base_draws(n_particles, rng)
+        return run_resample_move(density, x0, rng, settings, callback=callback)
+
+    seeds = problem.seed_of("method").spawn(n_runs)
+    with smc_progress(problem.sampling.progressbar, n_runs) as bar:
+        runs = map_runs(
+            run_one,
+            seeds,
+            density,
+            cores=problem.sampling.cores,
+            callback_for=bar.callback_for,
+            on_done=bar.done,
+        )
     est, layout = _estimate(method, runs, (density, counts))
     x = np.stack([info.x for _, info in runs])
     groups = {"posterior": problem.posterior_dataset(x)}
@@ -119,9 +97,8 @@ def _run(problem, options, method) -> MethodResult:
 
 
 def _check(options):
-    for name in ("n_particles", "n_runs"):
-        if options[name] is not None and int(options[name]) < (2 if name == "n_particles" else 1):
-            raise ValueError("n_particles must be >= 2 and n_runs >= 1")
+    if int(options["n_particles"]) < 2 or int(options["n_runs"]) < 1:
+        raise ValueError("n_particles must be >= 2 and n_runs >= 1")
     _settings(options, "smc").checked_schedule()
 
 
@@ -137,8 +114,8 @@ _SETTING_NAMES = (
     "max_stages",
 )
 _OPTIONS = {
-    "n_particles": None,
-    "n_runs": None,
+    "n_particles": 1000,
+    "n_runs": 4,
     "schedule": "adaptive",
     "target_ess": 0.8,
     "resample_threshold": 0.5,

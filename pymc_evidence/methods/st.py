@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import inspect
 
-import pymc as pm
-
 from ..results.st import st_parts
 from ..steps.simulated_tempering import SimulatedTempering
-from ._nuts import initvals_from_base
+from ._nuts import sample_step
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["SPEC"]
@@ -23,25 +21,24 @@ _STEP_OPTIONS = {
     for name, p in inspect.signature(SimulatedTempering.__init__).parameters.items()
     if p.kind is p.KEYWORD_ONLY and name not in ("base", "potentials", "random_seed", "model")
 }
-_STEP_OPTIONS["target_accept"] = 0.8
+#: The step's target acceptance unless the call sets ``target_accept``.
+TARGET_ACCEPT = 0.8
 
 
 def run(problem, options: dict) -> MethodResult:
     """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`, estimate."""
-    base = problem.base
-    step_options = {name: options[name] for name in _STEP_OPTIONS}
+    sampling = problem.sampling
+    problem.nuts_used.add("pymc")
     step = SimulatedTempering(
-        base=base, potentials=problem.potentials, model=problem.model, **step_options
-    )
-    seed = problem.int_seed("nuts")
-    raw = pm.sample(
-        **problem.sampling.as_dict(),
-        step=step,
-        initvals=initvals_from_base(problem, problem.sampling.chains, with_u=False),
-        random_seed=seed,
-        compute_convergence_checks=False,
+        base=problem.base,
+        potentials=problem.potentials,
         model=problem.model,
+        target_accept=sampling.target_accept or TARGET_ACCEPT,
+        **{name: options[name] for name in _STEP_OPTIONS},
+        **sampling.nuts_sampler_kwargs,
+        **sampling.compile_kwargs,
     )
+    raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"))
     est, groups, layout, attrs = st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
     return MethodResult(est, groups, layout, attrs)
 
@@ -51,4 +48,5 @@ SPEC = MethodSpec(
     description="simulated tempering on a ladder of temperatures, Rao-Blackwellized (RTS) evidence",
     run=run,
     options=_STEP_OPTIONS,
+    nuts="step",
 )

@@ -10,6 +10,9 @@ from ..results import GROUP
 CT_METHODS = ("ct", "gibbs_ct")
 TEMPERING_METHODS = (*CT_METHODS, "st")
 PARTICLE_METHODS = ("ais", "rais", "bar")
+SMC_METHODS = ("smc", "arm")
+#: What :func:`_results` calls the combined result of ``method=[...]`` (a cross-check).
+CROSS_CHECK = "cross-check"
 
 
 def _pyplot():
@@ -36,7 +39,11 @@ def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0)):
 
 
 def _results(idata, allowed: tuple[str, ...], plot: str):
-    """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``."""
+    """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``.
+
+    The combined result of several methods (it has a ``methods`` attribute) is the method
+    :data:`CROSS_CHECK`.
+    """
     try:
         names = group_names(idata)
     except TypeError as err:
@@ -47,7 +54,7 @@ def _results(idata, allowed: tuple[str, ...], plot: str):
     if GROUP not in names:
         raise ValueError(f"{plot}: these results have no {GROUP!r} group (groups: {names})")
     ds = get_group(idata, GROUP)
-    method = str(ds.attrs.get("method", ""))
+    method = CROSS_CHECK if "methods" in ds.attrs else str(ds.attrs.get("method", ""))
     if method not in allowed:
         raise ValueError(f"{plot} handles results of methods {allowed}, not {method!r}")
     return ds, method

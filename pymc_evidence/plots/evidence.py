@@ -1,125 +1,22 @@
-"""Plots of evidence estimates: running log Z, work distributions, model comparison.
+"""Plots of evidence estimates: work distributions and model comparison.
 
 Part of :mod:`pymc_evidence.plots` (see there for the conventions shared by every plot).
-Running estimates are recomputed from the stored raw quantities with the same pure
-estimators that produced the final value.
+The running estimate of log Z is in :mod:`pymc_evidence.plots.running`.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
 from ..compat import group_names
-from ..estimators.ct import ct_log_evidence
-from ..estimators.diagnostics import EvidenceWarning
-from ..estimators.noneq import works_log_evidence
-from ..estimators.pooling import pool_chain_estimates
 from ..estimators.record import EvidenceEstimate
-from ..estimators.rts import rts_log_evidence
 from ..results import log_evidence
-from ._common import PARTICLE_METHODS, _new_axes, _results, _variable
+from ._common import PARTICLE_METHODS, _new_axes, _results
 
-__all__ = ["plot_compare", "plot_running_log_z", "plot_work_overlap"]
-
-
-def _prefixes(n: int, n_points: int, smallest: int) -> np.ndarray:
-    start = min(n, max(smallest, n // n_points))
-    return np.unique(np.linspace(start, n, n_points).round().astype(int))
-
-
-def _running_ct(idata, ds, method, n_points):
-    delta = _variable(idata, "ct_delta")
-    log_zeta = float(ds.attrs["log_zeta"])
-    sizes = _prefixes(delta.shape[1], n_points, 10)
-    ests = [ct_log_evidence(delta[:, :n], log_zeta, method=method) for n in sizes]
-    return sizes, ests, "draws per chain"
-
-
-def _running_st(idata, ds, method, n_points):
-    log_cond = _variable(idata, "st_log_q", ("extended_posterior",))
-    betas, tops = ds["beta"].values, ds["log_zhat_top"].values
-    log_zhat = np.zeros((tops.size, betas.size))
-    log_zhat[:, -1] = tops  # as in api/st.py: reproduces each chain's frozen weights
-    sizes = _prefixes(log_cond.shape[1], n_points, 10)
-    ests = []
-    for n in sizes:
-        chains = [
-            rts_log_evidence(log_cond[c : c + 1, :n], betas, log_zhat[c]) for c in range(tops.size)
-        ]
-        ests.append(pool_chain_estimates(chains, method="st"))
-    return sizes, ests, "draws per chain"
-
-
-def _running_particles(idata, ds, method, n_points):
-    # every run stores the forward works (they tune the kernels): the method picks its own
-    works = [ds[name].values if name in ds else None for name in ("work_forward", "work_reverse")]
-    sizes = _prefixes(ds.sizes["particle"], n_points, 4)
-    ests = [
-        works_log_evidence(method, *(None if w is None else w[:n] for w in works)) for n in sizes
-    ]
-    return sizes, ests, "particles (independent runs)"
-
-
-_RUNNING = {"ct": _running_ct, "gibbs_ct": _running_ct, "st": _running_st}
-_RUNNING.update(dict.fromkeys(PARTICLE_METHODS, _running_particles))
-
-
-def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=None, ax=None):
-    """Running estimate of log Z with its ``± k se`` band, against the draws used.
-
-    The estimate is recomputed on growing prefixes: of the draws of every chain for ``"ct"``,
-    ``"gibbs_ct"`` and ``"st"`` (same estimator and pooling as the final value), of the
-    particles for ``"ais"``, ``"rais"`` and ``"bar"``. A trustworthy run settles down early
-    and stays inside its shrinking band; drifts or jumps point to poor mixing.
-
-    Parameters
-    ----------
-    idata : InferenceData or DataTree
-        Results of ``pme.sample_evidence``.
-    n_points : int, default 30
-        Number of prefixes evaluated.
-    k : float, default 2.0
-        Half-width of the band in standard errors.
-    reference : float, optional
-        A known exact log Z, drawn as a horizontal line.
-    ax : matplotlib Axes, optional
-
-    Returns
-    -------
-    matplotlib Axes
-
-    Raises
-    ------
-    ValueError
-        For methods without stored raw quantities (e.g. ``"bridge"``).
-
-    Examples
-    --------
-    >>> ax = pme.plot_running_log_z(idata, reference=-2.5505)  # doctest: +SKIP
-    """
-    ds, method = _results(idata, tuple(_RUNNING), "plot_running_log_z")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EvidenceWarning)
-        sizes, ests, xlabel = _RUNNING[method](idata, ds, method, int(n_points))
-    log_z = np.array([e.log_z for e in ests])
-    se = np.array([e.se for e in ests])
-    ax = _new_axes(ax)
-    ax.fill_between(
-        sizes, log_z - k * se, log_z + k * se, color="C0", alpha=0.3, label=f"± {k:g} se"
-    )
-    ax.plot(sizes, log_z, color="C0", marker=".", label="running estimate")
-    ax.axhline(
-        float(ds["log_marginal_likelihood"]), color="C0", ls="--", lw=1, label="final estimate"
-    )
-    if reference is not None:
-        ax.axhline(float(reference), color="black", ls=":", label="reference")
-    ax.set(xlabel=xlabel, ylabel="log Z", title=f"running log Z ({method})")
-    ax.legend(fontsize="small")
-    return ax
+__all__ = ["plot_compare", "plot_work_overlap"]
 
 
 def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):

@@ -33,10 +33,12 @@ COPIED_GROUPS = ("observed_data", "constant_data")
 
 
 def add_messages(est, messages, *, diagnostics: dict | None = None, stacklevel: int = 3):
-    """``est`` with new ``messages`` emitted (as :class:`EvidenceWarning`) and appended, and
+    """``est`` with new ``messages`` emitted (each under its category, see
+    :func:`~pymc_evidence.estimators.logspace.emit_warnings`) and appended, and
     ``diagnostics`` merged in. Messages the estimate already carries are not repeated."""
-    new = [m for m in dict.fromkeys(messages) if m not in est.warnings]
-    emit_warnings(new, stacklevel=stacklevel + 1)
+    new = emit_warnings(
+        [m for m in dict.fromkeys(messages) if m not in est.warnings], stacklevel=stacklevel + 1
+    )
     return replace(
         est,
         diagnostics={**est.diagnostics, **(diagnostics or {})},

@@ -32,6 +32,7 @@ import xarray as xr
 
 from pymc_evidence import compat
 from pymc_evidence.estimators.record import EvidenceEstimate
+from pymc_evidence.results.external import is_sample_smc, sample_smc_estimate
 
 __all__ = [
     "CHAIN_DIMS",
@@ -58,8 +59,7 @@ _NUMERIC_KINDS = "biuf"
 
 
 def _library_version() -> str:
-    """The installed distribution's version (read from its metadata, so this layer never
-    imports the top-level package)."""
+    """The installed version, from the metadata (this layer never imports the package)."""
     try:
         return importlib.metadata.version("pymc_evidence")
     except importlib.metadata.PackageNotFoundError:  # e.g. run from a source tree
@@ -365,8 +365,8 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     Parameters
     ----------
     idata : arviz.InferenceData, xarray.DataTree, xarray.Dataset or EvidenceEstimate
-        Results holding a ``log_evidence`` group, the group itself, or an estimate (returned
-        unchanged).
+        Results holding a ``log_evidence`` group, the group itself, an estimate (returned
+        unchanged), or a ``pm.sample_smc`` result (:mod:`pymc_evidence.results.external`).
 
     Returns
     -------
@@ -375,13 +375,11 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     Raises
     ------
     KeyError
-        If there is no ``log_evidence`` group.
+        If there is no ``log_evidence`` group and the results are not from ``pm.sample_smc``.
 
     Examples
     --------
-    >>> from pymc_evidence import compat
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
-    >>> idata = compat.new_idata({})
+    >>> idata = compat.new_idata({})  # compat, EvidenceEstimate: this module's imports
     >>> group = estimate_to_dataset(EvidenceEstimate(-1.5, 0.1, "ais"))
     >>> compat.set_group(idata, "log_evidence", group)
     >>> log_evidence(idata).log_z
@@ -392,9 +390,11 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     if isinstance(idata, xr.Dataset):
         return dataset_to_estimate(idata)
     names = compat.group_names(idata)
+    if GROUP not in names and is_sample_smc(idata):
+        return sample_smc_estimate(idata)
     if GROUP not in names:
         raise KeyError(
-            f"These results have no {GROUP!r} group (groups: {names}). Estimate the evidence "
-            "first, e.g. `with model: idata = pme.sample_evidence(...)`."
+            f"These results have no {GROUP!r} group (groups: {names}) and are not from "
+            "pm.sample_smc. Estimate the evidence first, e.g. `pme.sample_evidence(...)`."
         )
     return dataset_to_estimate(compat.get_group(idata, GROUP))

@@ -14,12 +14,13 @@ from dataclasses import replace
 import numpy as np
 
 from ..compat import get_group, group_names
-from ..estimators.diagnostics import EvidenceWarning
+from ..estimators.diagnostics import EvidenceWarning, WarningMessage, WeightWarning
 from ..estimators.pooling import pool_chain_estimates
 from ..estimators.rts import rb_thermodynamic_integration, round_trips, rts_log_evidence
 from ..steps.simulated_tempering import q_stat_names
 from .assemble import assemble_results, checked, copied_groups, divergences
 from .ct import resample_posterior
+from .diagnostics import pareto_khat
 
 __all__ = ["is_st_trace", "st_arrays", "st_parts", "st_results"]
 
@@ -85,9 +86,12 @@ def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
     pooled = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
     extra = []
     if np.min(trips) == 0:
-        extra.append("some chain made no round trip between beta = 0 and beta = 1")
+        text = "some chain made no round trip between beta = 0 and beta = 1"
+        extra.append(WarningMessage(text, WeightWarning))
     quiet = replace(pooled, warnings=())  # the chains' warnings are emitted here, once
-    diagnostics = {**pooled.diagnostics, **divergences(raw)}
+    # k-hat of the resampling weights q <= 1 is recorded, not warned on (bounded weights)
+    pareto = {"pareto_k": pareto_khat(log_cond[..., -1])}
+    diagnostics = {**pooled.diagnostics, **divergences(raw), **pareto}
     est = checked(quiet, diagnostics, [*pooled.warnings, *extra], stacklevel=4)
     extra_dims = {
         "beta": ("level", betas),

@@ -44,6 +44,8 @@ from pytensor.graph.basic import Constant
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
+from ..estimators.diagnostics import ModelWarning
+
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
     from pytensor.graph.traversal import ancestors
 except ImportError:  # pragma: no cover - older PyTensor (PyMC 5 stacks)
@@ -271,7 +273,8 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     with the same shape and dims, plus ``pm.Deterministic("x", mu + sigma * x_z)`` with x's
     dims, so posteriors still report ``x``. Observed variables, data containers, coords,
     deterministics and potentials are copied. Variables whose scale is not provably positive
-    are left alone with a ``UserWarning`` (rewriting them would change ``log Z``).
+    are left alone with a :class:`~pymc_evidence.ModelWarning` (rewriting them would change
+    ``log Z``).
 
     Parameters
     ----------
@@ -313,7 +316,7 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     todo, skipped = _plan(fgraph)
     for name, reason in skipped.items():
         warnings.warn(
-            f"reparametrize: {name!r} is not rewritten: {reason}.", UserWarning, stacklevel=2
+            f"reparametrize: {name!r} is not rewritten: {reason}.", ModelWarning, stacklevel=2
         )
     if not todo:
         return model

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.model.fgraph import clone_model
+from pytensor.graph.replace import graph_replace
 
 from ..base.gaussian import BaseDensity
 from ..base.space import model_space
@@ -74,6 +75,22 @@ def tempered_terms(model, base, shared, names=None):
     return model.logp(jacobian=True), base.logp_graph(model, shared, x)
 
 
+def on_random_variables(model, graphs):
+    """``graphs`` written on ``model``'s free random variables instead of its value
+    variables (each value variable replaced by its transform of the variable).
+
+    PyMC turns random variables into value variables whenever it builds a log density, so
+    the result means the same; but samplers that rebuild the model first (nutpie, the JAX
+    samplers) give it new value variables, and a graph on the old ones would miss inputs.
+    """
+    replace = {}
+    for rv in model.free_RVs:
+        transform = model.rvs_to_transforms.get(rv)
+        value = model.rvs_to_values[rv]
+        replace[value] = rv if transform is None else transform.forward(rv, *rv.owner.inputs)
+    return graph_replace(list(graphs), replace, strict=False)
+
+
 def _check_layout(base, space):
     if tuple(base.names) and (tuple(base.names), tuple(base.sizes)) != (space.names, space.sizes):
         raise ValueError(
@@ -106,6 +123,7 @@ def continuous_tempering(
     model: pm.Model | None = None,
     log_zeta: float | None = None,
     potentials: str | None = None,
+    portable: bool = False,
 ) -> pm.Model:
     """Extend a model with a continuous temperature variable (joint continuous tempering).
 
@@ -119,6 +137,10 @@ def continuous_tempering(
         Overrides ``base.log_zeta`` (the guess of ``log Z`` that balances the two ends).
     potentials : {None, "likelihood"}
         How to read ``pm.Potential`` terms (see :func:`pymc_evidence.hygiene.check_model`).
+    portable : bool, default False
+        Write the tempering term on the random variables (:func:`on_random_variables`) so
+        that samplers which rebuild the model (``nuts_sampler="nutpie"``, ``"numpyro"``)
+        can compile it; PyMC's own sampler needs no rewriting.
 
     Returns
     -------
@@ -148,6 +170,8 @@ def continuous_tempering(
     ext = clone_model(model)
     with ext:
         log_f, log_q = tempered_terms(ext, base, shared, names=space.names)
+        if portable:
+            log_f, log_q = on_random_variables(ext, [log_f, log_q])
         u = pm.Logistic(U_NAME, 0.0, 1.0, initval=0.0)
         beta = pm.Deterministic(BETA_NAME, pm.math.sigmoid(u))
         log_zeta_t = shared["log_zeta"]

@@ -1,0 +1,100 @@
+"""Independent runs of a particle method, here or in worker processes (``cores=``).
+
+Each run is seeded by its own child ``SeedSequence`` and touches no state another run reads,
+so its result is the same wherever it runs: ``cores`` changes the wall time, never the
+number. Workers are forked from this process, so they inherit the compiled batched density
+(nothing is pickled or compiled again; only the seed goes in and the run's record comes
+back) and use one BLAS thread each. Where ``fork`` is not available (macOS and Windows
+start processes by spawning, which would recompile every function), runs stay in this
+process. This is what ``pm.sample_smc`` does with its chains, without the recompilation.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from threadpoolctl import threadpool_limits
+
+__all__ = ["map_runs", "n_workers"]
+
+#: The job the forked workers run: ``(run_one, density)``, set just before they start.
+_JOB: tuple | None = None
+
+
+def n_workers(cores: int | None, n_runs: int) -> int:
+    """Worker processes for ``n_runs`` runs: ``cores`` (default ``min(4, cpu count)`` as
+    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable.
+
+    Examples
+    --------
+    >>> n_workers(1, 4)
+    1
+    """
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+    return max(1, min(cores, int(n_runs)))
+
+
+def _call(index: int, seed):
+    """Worker side: one run, with the density's counters it added."""
+    run_one, density = _JOB
+    before = density.counts()
+    with threadpool_limits(limits=1):
+        out = run_one(index, seed, None)
+    return out, tuple(a - b for a, b in zip(density.counts(), before, strict=True))
+
+
+def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=None) -> list:
+    """``[run_one(i, seed, callback) for i, seed in enumerate(seeds)]``, possibly in parallel.
+
+    Parameters
+    ----------
+    run_one : callable
+        ``run_one(index, seed, callback) -> result``; ``callback`` is ``callback_for(index)``
+        in this process and None in a worker.
+    seeds : sequence of numpy.random.SeedSequence
+    density : BatchedDensity
+        Its counters (non-finite points, diverging trajectories) receive what workers added.
+    cores : int, optional
+        See :func:`n_workers`.
+    callback_for : callable, optional
+        Progress callback of a run executed in this process.
+    on_done : callable, optional
+        Called with the index of each run as it finishes.
+
+    Returns
+    -------
+    list
+        The results in the order of ``seeds``.
+    """
+    global _JOB
+    seeds = list(seeds)
+    workers = n_workers(cores, len(seeds))
+    if workers == 1:
+        out = []
+        for i, seed in enumerate(seeds):
+            out.append(run_one(i, seed, callback_for(i) if callback_for else None))
+            if on_done:
+                on_done(i)
+        return out
+    _JOB = (run_one, density)
+    results = [None] * len(seeds)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                futures = {pool.submit(_call, i, seed): i for i, seed in enumerate(seeds)}
+                for future in as_completed(futures):
+                    i = futures[future]
+                    results[i], delta = future.result()
+                    density.add_counts(delta)
+                    if on_done:
+                        on_done(i)
+    finally:
+        _JOB = None
+    return results
