@@ -32,14 +32,7 @@ __all__ = ["NUTS_SAMPLERS", "SamplingArgs", "default_nuts_sampler", "run_nuts", 
 
 NUTS_SAMPLERS = ("pymc", "nutpie", "numpyro", "blackjax")
 #: The arguments that only matter to a NUTS run.
-NUTS_ARGS = (
-    "nuts_sampler",
-    "target_accept",
-    "nuts_sampler_kwargs",
-    "initvals",
-    "compile_kwargs",
-    "idata_kwargs",
-)
+NUTS_ARGS = ("nuts_sampler", "target_accept", "nuts_sampler_kwargs", "initvals", "compile_kwargs")
 _DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
 
@@ -97,7 +90,7 @@ class SamplingArgs:
         given = frozenset(k for k, v in kwargs.items() if v is not None)
         values = {k: v for k, v in kwargs.items() if v is not None}
         for key in ("nuts_sampler_kwargs", "compile_kwargs", "idata_kwargs"):
-            values[key] = dict(values.get(key) or {})
+            values.setdefault(key, {})
         return cls(**{**_DEFAULTS, **values}, given=given)
 
     def __post_init__(self):
@@ -117,6 +110,7 @@ class SamplingArgs:
         for key in ("nuts_sampler_kwargs", "compile_kwargs", "idata_kwargs"):
             if not isinstance(getattr(self, key), dict):
                 raise TypeError(f"{key} must be a dict, got {type(getattr(self, key)).__name__}")
+            setattr(self, key, dict(getattr(self, key)))
 
     @property
     def sampler(self) -> str:

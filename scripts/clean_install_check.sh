@@ -14,9 +14,10 @@
 #    round trip of its results, a bridge run through pm.sample's progress bar and pme.compare.
 # 3. Prints a summary per stack. Exit status: 0 when every stack that exists passed.
 #
-# Everything goes into one temporary directory ($TMPDIR or /tmp; about 1.4 GB), removed at the
-# end (--keep keeps it and prints where). pip's cache makes a second run fast.
-# Environment: PYTHON / PYTHON_OTHER (see find_python.sh).
+# Everything goes into one temporary directory (see tmp_base below; a venv is about 0.7 GB),
+# removed at the end (--keep keeps it and prints where). pip's cache makes a second run fast.
+# Environment: PYTHON / PYTHON_OTHER (see find_python.sh); CLEAN_INSTALL_TMP (the directory
+# to work in).
 set -euo pipefail
 
 keep=0
@@ -28,7 +29,17 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_PROGRESS_BAR=off
-work=$(mktemp -d "${TMPDIR:-/tmp}/pme-clean-install.XXXXXX")
+# tmp_base -> where to work: $CLEAN_INSTALL_TMP, else /dev/shm when it has 3 GB free (a venv is
+# ~0.7 GB in thousands of files; on a busy disk writing and deleting them took minutes), else
+# $TMPDIR or /tmp
+tmp_base() {
+    local free_kb
+    if [[ -n ${CLEAN_INSTALL_TMP:-} ]]; then echo "$CLEAN_INSTALL_TMP"; return; fi
+    free_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+    if [[ -w /dev/shm && ${free_kb:-0} -ge 3000000 ]]; then echo /dev/shm; return; fi
+    echo "${TMPDIR:-/tmp}"
+}
+work=$(mktemp -d "$(tmp_base)/pme-clean-install.XXXXXX")
 if (( keep )); then
     trap 'echo "clean-install: kept $work"' EXIT
 else
@@ -85,6 +96,7 @@ check_stack() {
     (cd "$run" && "$venv/bin/python" -I check.py --readme "$root/README.md" --repo "$root" \
         --expect-pymc "$expect")
     say "$name: passed in $(elapsed "$t")"
+    (( keep )) || rm -rf "$venv"   # free the space before the next stack
 }
 
 declare -a results=()

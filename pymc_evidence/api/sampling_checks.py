@@ -10,6 +10,7 @@ is a ``ValueError``.
 from __future__ import annotations
 
 import pymc as pm
+import xarray as xr
 
 from ..compat import get_group, group_names, set_group
 from ..nuts import NUTS_ARGS
@@ -65,5 +66,7 @@ def with_log_likelihood(result, problem):
         model=problem.source,
         progressbar=False,
     )
-    set_group(result, "log_likelihood", get_group(computed, "log_likelihood"))
+    if not isinstance(computed, xr.Dataset):  # PyMC 5 wraps the group in InferenceData
+        computed = get_group(computed, "log_likelihood")
+    set_group(result, "log_likelihood", computed)
     return result

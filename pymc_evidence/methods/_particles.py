@@ -16,7 +16,7 @@ from ..compat import get_group
 from ..estimators.logspace import systematic_resample
 from ..estimators.noneq import crossing_messages
 from ..results.assemble import checked, copied_groups, divergences
-from ..results.diagnostics import pareto_check
+from ..results.diagnostics import nuts_messages, pareto_check
 from ._spec import MethodResult
 
 __all__ = [
@@ -38,6 +38,7 @@ class ReverseStart:
     x: np.ndarray
     trace: object
     n_divergences: float | None
+    messages: tuple = ()
 
 
 def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
@@ -48,7 +49,9 @@ def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
         raise ValueError(f"need at least {n} posterior draws for reverse runs, got {x.shape[0]}")
     keep = np.linspace(0, x.shape[0] - 1, n).round().astype(int)
     n_div = divergences(trace).get("n_divergences")
-    return ReverseStart(x[rng.permutation(keep)], trace, n_div)
+    what = "the NUTS run that starts the reverse runs" if posterior is None else "posterior="
+    messages = tuple(nuts_messages(trace, what=what))
+    return ReverseStart(x[rng.permutation(keep)], trace, n_div, messages)
 
 
 def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
@@ -57,7 +60,16 @@ def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
     return problem.posterior_dataset(x[index][None])
 
 
-def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r=None, n_div=None):
+def run_checks(
+    est,
+    density=None,
+    since=(0, 0, 0, 0),
+    *,
+    work_f=None,
+    physical_r=None,
+    n_div=None,
+    messages=(),
+):
     """``est`` with the run-level checks added and their warnings emitted once.
 
     ``density``/``since``: the batched density the kernels used and its
@@ -65,9 +77,10 @@ def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r
     non-finite log densities and of diverging HMC trajectories met since; ``n_div``:
     divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
     runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
-    both are given. The Pareto k-hat of the importance weights of each direction the
-    estimate uses is stored as ``pareto_k_forward``/``pareto_k_reverse``, with a warning
-    above 0.7 for one-sided estimates (AIS, RAIS, one-direction LIS).
+    both are given; ``messages``: further warnings (R-hat/ESS of the NUTS run). The Pareto
+    k-hat of the importance weights of each direction the estimate uses is stored as
+    ``pareto_k_forward``/``pareto_k_reverse``, with a warning above 0.7 for one-sided
+    estimates (AIS, RAIS, one-direction LIS).
     """
     diagnostics = {}
     if n_div is not None:
@@ -84,7 +97,7 @@ def run_checks(est, density=None, since=(0, 0, 0, 0), *, work_f=None, physical_r
         diag, heavy = pareto_check(log_w, what=what, key=f"pareto_k_{direction}")
         diagnostics.update(diag)
         crossing += heavy if len(sets) == 1 else []  # two-sided (BAR, bridged) estimates cope
-    return checked(est, diagnostics, crossing, stacklevel=5)
+    return checked(est, diagnostics, [*crossing, *messages], stacklevel=5)
 
 
 def _weight_sets(est, work_f, physical_r) -> dict:

@@ -19,6 +19,7 @@ from ..compat import get_group, group_names
 from ..estimators.bridge import bridge_log_evidence, combine_bridge_runs, posterior_n_eff
 from ..estimators.diagnostics import SamplingWarning, tagged
 from ..results.assemble import checked, divergences
+from ..results.diagnostics import nuts_messages
 from ._spec import MethodResult, MethodSpec
 from .bridge_proposals import PROPOSALS, proposal_setup
 
@@ -136,7 +137,9 @@ def bridge_parts(problem, idata, options) -> MethodResult:
     est, runs, iterates = _estimate(problem.log_f, x, options, problem.rng("method"))
     # the estimator ran with emit_warnings=False: its messages are emitted here, once
     quiet = replace(est, warnings=())
-    est = checked(quiet, divergences(idata), [*est.warnings, *_messages(est)], stacklevel=4)
+    runs_ok = nuts_messages(idata, what="the posterior draws bridge sampling used")
+    messages = [*est.warnings, *_messages(est), *runs_ok]
+    est = checked(quiet, divergences(idata), messages, stacklevel=4)
     attrs = {
         "proposal": options["proposal"],
         "repetitions": int(options["repetitions"]),

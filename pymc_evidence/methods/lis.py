@@ -111,6 +111,7 @@ def run(problem, options) -> MethodResult:
         work_f=work_f,
         physical_r=None if log_r_r is None else -log_r_r,
         n_div=None if start is None else start.n_divergences,
+        messages=() if start is None else start.messages,
     )
     attrs = {
         "n_particles": n,

@@ -98,6 +98,7 @@ def _run(problem, options, method) -> MethodResult:
         work_f=work_f,
         physical_r=physical_r,
         n_div=None if start is None else start.n_divergences,
+        messages=() if start is None else start.messages,
     )
     attrs = {"n_particles": n, "n_stages": int(options["n_stages"]), "n_leapfrog": n_leapfrog}
     return particle_result(
