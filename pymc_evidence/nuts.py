@@ -142,11 +142,24 @@ def _merged_initvals(ours, theirs, chains: int):
     return [{**a, **dict(b or {})} for a, b in zip(ours, theirs, strict=True)]
 
 
-def _idata_keywords(sampling: SamplingArgs) -> dict:
-    """``idata_kwargs`` for an internal run; a log likelihood is computed once, on the
-    final posterior, by :func:`pymc_evidence.sample_evidence`."""
+def _sample_keywords(model, sampling: SamplingArgs, random_seed, draws, tune) -> dict:
+    """The ``pm.sample`` keywords every run shares. ``idata_kwargs`` go along without
+    ``log_likelihood``: that one is computed once, on the returned posterior, by
+    :func:`pymc_evidence.sample_evidence`."""
+    kwargs = dict(
+        draws=int(sampling.draws if draws is None else draws),
+        tune=int(sampling.tune if tune is None else tune),
+        chains=int(sampling.chains),
+        cores=sampling.cores,
+        progressbar=bool(sampling.progressbar),
+        random_seed=int(random_seed),
+        compute_convergence_checks=False,
+        model=model,
+    )
     kept = {k: v for k, v in sampling.idata_kwargs.items() if k != "log_likelihood"}
-    return {"idata_kwargs": kept} if kept else {}
+    if kept:
+        kwargs["idata_kwargs"] = kept
+    return kwargs
 
 
 def _nuts_keywords(sampler: str, target_accept: float, kwargs: dict) -> dict:
@@ -199,17 +212,7 @@ def run_nuts(
     sampler = sampling.nuts_sampler or sampler or sampling.sampler
     target = sampling.target_accept or target_accept
     points = _merged_initvals(initvals, sampling.initvals, sampling.chains)
-    kwargs = dict(
-        draws=int(sampling.draws if draws is None else draws),
-        tune=int(sampling.tune if tune is None else tune),
-        chains=int(sampling.chains),
-        cores=sampling.cores,
-        progressbar=bool(sampling.progressbar),
-        random_seed=int(random_seed),
-        compute_convergence_checks=False,
-        model=model,
-    )
-    kwargs.update(_idata_keywords(sampling))
+    kwargs = _sample_keywords(model, sampling, random_seed, draws, tune)
     if sampler == "pymc" and (potential is not None or logp_dlogp is not None):
         compile_kwargs = {} if logp_dlogp is not None else dict(sampling.compile_kwargs)
         step = pm.NUTS(
@@ -256,16 +259,6 @@ def run_step(
             f"{type(step).__name__} is a PyMC step method: it runs in PyMC's own sampler, "
             f"not nuts_sampler={sampling.nuts_sampler!r}"
         )
-    kwargs = dict(
-        draws=int(sampling.draws if draws is None else draws),
-        tune=int(sampling.tune if tune is None else tune),
-        chains=int(sampling.chains),
-        cores=sampling.cores,
-        progressbar=bool(sampling.progressbar),
-        random_seed=int(random_seed),
-        compute_convergence_checks=False,
-        model=model,
-    )
-    kwargs.update(_idata_keywords(sampling))
+    kwargs = _sample_keywords(model, sampling, random_seed, draws, tune)
     points = _merged_initvals(initvals, sampling.initvals, sampling.chains)
     return pm.sample(step=step, initvals=points, **kwargs)

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import warnings
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 HEADING = "## Quick start"
@@ -90,7 +90,15 @@ def check_installed(repo: Path, expect_pymc: int | None) -> str:
     if expect_pymc is not None and pymc_major != expect_pymc:
         raise CheckError(f"expected PyMC {expect_pymc}.x here, pip installed {version('pymc')}")
     dists = ("pymc_evidence", "pymc", "pytensor", "arviz", "xarray", "numpy", "h5netcdf")
-    return f"Python {sys.version.split()[0]}, " + ", ".join(f"{d} {version(d)}" for d in dists)
+    return f"Python {sys.version.split()[0]}, " + ", ".join(f"{d} {_version(d)}" for d in dists)
+
+
+def _version(dist: str) -> str:
+    """The installed version of ``dist``, or ``(not installed)``."""
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def run_quick_start(code: str) -> tuple[dict, list[str]]:
