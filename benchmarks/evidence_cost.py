@@ -198,8 +198,10 @@ def timed_call(model, method: str, seed: int, quick: bool, kind: str) -> dict:
         t0 = time.perf_counter()
         try:
             res = call(model, method, seed, quick)
-        except Exception as exc:  # record and go on
-            res = {"log_z": math.nan, "se": math.nan, "failure": failure(exc)["error"][:300]}
+        except Exception as exc:  # record and go on (the traceback goes to the JSON)
+            info = failure(exc)
+            res = {"log_z": math.nan, "se": math.nan, "failure": info["error"][:300],
+                   "traceback": info["traceback"]}  # fmt: skip
         res["time_s"] = time.perf_counter() - t0
     res.update(kind=kind, seed=seed)
     return res

@@ -136,6 +136,21 @@ class MixtureBase:
         x = np.atleast_2d(np.asarray(x, dtype=float))
         return logsumexp(self._component_logps(x), axis=0)
 
+    def logp_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(log q (n,), grad log q (n, d))`` at the rows of ``x``: the components'
+        gradients weighted by their responsibilities."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        terms = self._component_logps(x)
+        logp = logsumexp(terms, axis=0)
+        weights = np.exp(terms - logp)  # (K, n)
+        grad = np.zeros_like(x)
+        for k, (m, c) in enumerate(zip(self.means, self.chols, strict=True)):
+            z = solve_triangular(c, (x - m).T, lower=True, check_finite=False)
+            grad -= (
+                weights[k][:, None] * solve_triangular(c.T, z, lower=False, check_finite=False).T
+            )
+        return logp, grad
+
     def responsibilities(self, x: np.ndarray) -> np.ndarray:
         """Posterior component probabilities at each row of ``x``, shape ``(n, K)``."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
