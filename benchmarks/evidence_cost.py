@@ -401,6 +401,7 @@ def plot(rows: list[dict], path: str) -> None:
             _plot_method(ax, reg, m, key, i)
         if key == "cost_se":
             _slope_one(ax, reg)
+            _mark_biased(ax, reg)
         _log_axes(ax, sorted({r["d"] for r in reg}), label)
     handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}
     fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
@@ -420,6 +421,13 @@ def _plot_method(ax, reg, method, key, i) -> None:
         color = "black" if method == "pymc_smc" else plt.get_cmap("tab10")(i % 10)
         ax.plot(*zip(*pts, strict=True), style, marker="osD^vP*Xph<>"[i % 12], color=color,
                 label=method, ms=4)  # fmt: skip
+
+
+def _mark_biased(ax, reg) -> None:
+    """Ring the points whose estimate is more than 4 se off (their se is not to be trusted)."""
+    bad = [(r["d"], r["cost_se"]) for r in reg if r["abs_err_over_se"] > 4 and r["cost_se"] > 0]
+    if bad:
+        ax.plot(*zip(*bad, strict=True), "o", ms=11, mfc="none", mec="red", label="|error| > 4 se")
 
 
 def _log_axes(ax, dims, label) -> None:

@@ -158,3 +158,24 @@ def test_cross_check_shares_the_problem_and_combines():
 def test_cross_check_refuses_an_option_no_method_takes():
     with pytest.raises(TypeError, match="unknown option"):
         pme.sample_evidence(_small().model, ["smc", "bridge"], bogus=1, progressbar=False)
+
+
+def test_reparametrized_model_is_reused_until_the_data_change():
+    """One non-centred copy per model (its compiled functions serve later calls), made anew
+    when a data container changes (the copy holds copies of the data)."""
+    import numpy as np
+    import pymc as pm
+
+    with pm.Model() as model:
+        y = pm.Data("y", np.array([1.0, -0.5, 2.0]))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        tau = pm.HalfNormal("tau", 1.0)
+        theta = pm.Normal("theta", mu, tau, shape=3)
+        pm.Normal("obs", theta, 1.0, observed=y)
+    first = EvidenceProblem.build(model, random_seed=1).model
+    assert first is not model and EvidenceProblem.build(model, random_seed=2).model is first
+    with model:
+        pm.set_data({"y": np.array([0.0, 0.0, 3.0])})
+    again = EvidenceProblem.build(model, random_seed=1).model
+    assert again is not first
+    np.testing.assert_allclose(again["y"].get_value(), [0.0, 0.0, 3.0])

@@ -233,11 +233,19 @@ class GaussianBase:
 
     def logp_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log q (n,), grad log q (n, d))`` at the rows of ``x``, in closed form (the
-        particle engines use it instead of compiling the base's graph)."""
+        particle engines use it instead of compiling the base's graph). Products with the
+        inverse Cholesky factor, computed once: a triangular solve per call was 10-100 times
+        slower on a loaded machine (BLAS threads contending)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        z = solve_triangular(self.chol, (x - self.mean).T, lower=True, check_finite=False)
-        logp = -0.5 * np.sum(z**2, axis=0) - self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
-        return logp, -solve_triangular(self.chol.T, z, lower=False, check_finite=False).T
+        z = (x - self.mean) @ self._inv_chol.T
+        logp = -0.5 * np.sum(z**2, axis=1) - self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
+        return logp, -(z @ self._inv_chol)
+
+    @cached_property
+    def _inv_chol(self) -> np.ndarray:
+        if self.is_diagonal:
+            return np.diag(1.0 / np.diag(self.chol))
+        return solve_triangular(self.chol, np.eye(self.ndim), lower=True)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` vectors, shape ``(n, d)``."""

@@ -115,6 +115,10 @@ class MixtureBase:
         """Normalized mixture weights."""
         return np.exp(self.log_weights)
 
+    @cached_property
+    def _parts(self) -> list[GaussianBase]:
+        return self.components()
+
     def components(self) -> list[GaussianBase]:
         """The components as Gaussian bases (each with this base's ``log_zeta`` and layout)."""
         return [
@@ -140,16 +144,11 @@ class MixtureBase:
         """``(log q (n,), grad log q (n, d))`` at the rows of ``x``: the components'
         gradients weighted by their responsibilities."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
-        terms = self._component_logps(x)
+        logps, grads = zip(*(c.logp_grad(x) for c in self._parts), strict=True)
+        terms = np.asarray(logps) + self.log_weights[:, None]  # (K, n)
         logp = logsumexp(terms, axis=0)
-        weights = np.exp(terms - logp)  # (K, n)
-        grad = np.zeros_like(x)
-        for k, (m, c) in enumerate(zip(self.means, self.chols, strict=True)):
-            z = solve_triangular(c, (x - m).T, lower=True, check_finite=False)
-            grad -= (
-                weights[k][:, None] * solve_triangular(c.T, z, lower=False, check_finite=False).T
-            )
-        return logp, grad
+        weights = np.exp(terms - logp)
+        return logp, np.einsum("kn,knd->nd", weights, np.asarray(grads))
 
     def responsibilities(self, x: np.ndarray) -> np.ndarray:
         """Posterior component probabilities at each row of ``x``, shape ``(n, K)``."""
