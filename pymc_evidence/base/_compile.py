@@ -6,7 +6,6 @@ exceptions, so a proposal that leaves a parameter's support is simply rejected.
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import pytensor.tensor as pt
@@ -22,27 +21,9 @@ except ImportError:  # pragma: no cover - older PyMC
 __all__ = ["compile_fn"]
 
 
-@functools.cache
-def internal_mode():
-    """The compile mode of the package's own functions: PyTensor's default, except where
-    that is Numba (PyTensor 3) and a C++ compiler is configured; then the C virtual machine,
-    which compiles the vectorized batched graphs much faster and runs them as fast (measured,
-    fresh caches: a first ``smc`` call on a 5-d regression 11.2 s with Numba, 7.4 s with the
-    C VM; later calls 0.44 s with both). ``None`` means "PyTensor's default"."""
-    import pytensor
-    from pytensor.compile.mode import Mode, get_mode
-
-    if type(get_mode(None).linker).__name__ != "NumbaLinker" or not pytensor.config.cxx:
-        return None
-    return Mode(linker="cvm", optimizer="fast_run")
-
-
 def compile_fn(inputs, outputs, **kwargs):
-    """``pytensor.function`` with PyMC's rewrites (parameter checks become ``-inf``), in
-    :func:`internal_mode` unless a ``mode`` is given."""
+    """``pytensor.function`` with PyMC's rewrites (parameter checks become ``-inf``)."""
     kwargs.setdefault("on_unused_input", "ignore")
-    if "mode" not in kwargs and internal_mode() is not None:
-        kwargs["mode"] = internal_mode()
     return _pymc_compile(inputs, outputs, **kwargs)
 
 
