@@ -62,19 +62,18 @@ def test_posterior_run_gets_target_accept_and_nuts_kwargs(calls):
     assert_log_z(pme.log_evidence(idata), case.log_z, abs_tol=0.1)
 
 
-def test_ct_step_keeps_base_mass_matrix_and_takes_user_arguments(calls):
+#: NUTS arguments a user passes; the tempering steps must receive them.
+USER_NUTS = dict(target_accept=0.9, nuts_sampler_kwargs={"max_treedepth": 7})
+
+
+def _with_user_nuts(method, **extra):
     case = beta_bernoulli()
-    user_start = {"p": np.asarray(0.3)}
-    idata = _quiet(
-        pme.sample_evidence,
-        case.model,
-        "ct",
-        adapt_rounds=1,
-        target_accept=0.9,
-        nuts_sampler_kwargs={"max_treedepth": 7},
-        initvals=user_start,
-        **SMALL,
-    )
+    idata = _quiet(pme.sample_evidence, case.model, method, **USER_NUTS, **SMALL, **extra)
+    return case, idata
+
+
+def test_ct_step_keeps_base_mass_matrix_and_takes_user_arguments(calls):
+    case, idata = _with_user_nuts("ct", adapt_rounds=1, initvals={"p": np.asarray(0.3)})
     assert len(calls) == 2  # one adaptation round, one final run
     for call in calls:
         step = call["step"]
@@ -88,18 +87,9 @@ def test_ct_step_keeps_base_mass_matrix_and_takes_user_arguments(calls):
 
 
 def test_step_methods_pass_nuts_kwargs_to_the_step(calls):
-    case = beta_bernoulli()
-    _quiet(
-        pme.sample_evidence,
-        case.model,
-        "gibbs_ct",
-        adapt_rounds=0,
-        target_accept=0.85,
-        nuts_sampler_kwargs={"max_treedepth": 5},
-        **SMALL,
-    )
+    _with_user_nuts("gibbs_ct", adapt_rounds=0)
     (call,) = calls
-    assert call["step"].target_accept == 0.85
+    assert call["step"].target_accept == 0.9 and call["step"].max_treedepth == 7
 
 
 @pytest.mark.parametrize("method", ["st", "gibbs_ct"])

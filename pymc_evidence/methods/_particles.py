@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compat import get_group
+from ..engines.ais import pilot_schedule
 from ..estimators.logspace import systematic_resample
 from ..estimators.noneq import crossing_messages
+from ..progress import progress_bar
 from ..results.assemble import checked, copied_groups, divergences
 from ..results.diagnostics import nuts_messages, pareto_check
 from ._spec import MethodResult
@@ -52,6 +54,16 @@ def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
     what = "the NUTS run that starts the reverse runs" if posterior is None else "posterior="
     messages = tuple(nuts_messages(trace, what=what))
     return ReverseStart(x[rng.permutation(keep)], trace, n_div, messages)
+
+
+def pilot_run(problem, density, n_pilot: int, n_stages: int, rng, label: str, **kwargs):
+    """:func:`~pymc_evidence.engines.ais.pilot_schedule` from ``n_pilot`` base draws, under a
+    progress bar named ``label``: ``(betas, step_sizes, pilot record)``."""
+    x_pilot = problem.base_draws(n_pilot, rng)
+    with progress_bar(label, enabled=problem.sampling.progressbar) as update:
+        return pilot_schedule(
+            density, problem.base, x_pilot, n_stages, rng, callback=update, **kwargs
+        )
 
 
 def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.ais import pilot_schedule
 from ..engines.lis import interpolate_step_sizes, run_lis
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
 from ..progress import progress_bar
-from ._particles import particle_result, reverse_start, run_checks
+from ._particles import particle_result, pilot_run, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["LIS_DIRECTIONS", "SPEC"]
@@ -46,18 +45,16 @@ def _estimate(direction, log_r_f, log_r_r):
 def _kernel(problem, density, options, rng):
     """The frozen schedule and kernels, from a pilot forward AIS run."""
     n, n_stages = int(options["n_particles"]), int(options["n_stages"])
-    x_pilot = problem.base_draws(max(64, n // 2), rng)
-    with progress_bar("LIS pilot (AIS)", enabled=problem.sampling.progressbar) as update:
-        betas, _, pilot = pilot_schedule(
-            density,
-            problem.base,
-            x_pilot,
-            n_stages,
-            rng,
-            n_pilot_stages=max(40, 2 * n_stages),
-            n_leapfrog=options["n_leapfrog"],
-            callback=update,
-        )
+    betas, _, pilot = pilot_run(
+        problem,
+        density,
+        max(64, n // 2),
+        n_stages,
+        rng,
+        "LIS pilot (AIS)",
+        n_pilot_stages=max(40, 2 * n_stages),
+        n_leapfrog=options["n_leapfrog"],
+    )
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
     steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
     kernel = dict(

@@ -13,14 +13,13 @@ import numpy as np
 from ..engines.ais import (
     geometric_schedule,
     linear_schedule,
-    pilot_schedule,
     run_forward_ais,
     run_reverse_ais,
     sigmoidal_schedule,
 )
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
-from ._particles import particle_result, reverse_start, run_checks
+from ._particles import particle_result, pilot_run, reverse_start, run_checks
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["AIS_SPEC", "BAR_SPEC", "RAIS_SPEC", "SCHEDULES"]
@@ -36,17 +35,10 @@ def _schedule(problem, density, options, rng):
     if not isinstance(schedule, str):
         return np.asarray(schedule, dtype=float), None, "custom"
     if schedule == "adaptive":
-        x_pilot = problem.base_draws(max(64, int(options["n_particles"]) // 4), rng)
-        with progress_bar("AIS pilot", enabled=problem.sampling.progressbar) as update:
-            betas, steps, _ = pilot_schedule(
-                density,
-                problem.base,
-                x_pilot,
-                n_stages,
-                rng,
-                n_leapfrog=options["n_leapfrog"],
-                callback=update,
-            )
+        n_pilot = max(64, int(options["n_particles"]) // 4)
+        betas, steps, _ = pilot_run(
+            problem, density, n_pilot, n_stages, rng, "AIS pilot", n_leapfrog=options["n_leapfrog"]
+        )
         return betas, steps, schedule
     return _MAKERS[schedule](n_stages), None, schedule
 
