@@ -165,8 +165,11 @@ def test_symmetric_mixture_truth_and_logp():
 # ------------------------------------------------------------------------------------------
 
 
-def test_phase_transition_truth_and_logp():
-    s = phase_transition()
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"offset": 0.0, "half_width": 0.5}], ids=["off_centre", "centred"]
+)
+def test_phase_transition_truth_and_logp(kwargs):
+    s = phase_transition(**kwargs)
     d, h, c = 10, s.data["half_width"], s.data["offset"]
     v, u, m = s.data["bump_sigma"], s.data["spike_sigma"], s.data["spike_mass"]
 
@@ -186,10 +189,12 @@ def test_phase_transition_truth_and_logp():
             math.log(m) + stats.norm.logpdf(x, c, u).sum(-1),
         )
 
-    # hard to find: the bump is 20 nats down at the spike, the spike invisible at the bump
     bump_peak = math.log1p(-m) + stats.norm.logpdf(np.zeros(d), 0, v).sum()
-    assert bump_peak - (math.log1p(-m) + stats.norm.logpdf(np.full(d, c), 0, v).sum()) > 19
-    assert math.log(m) + stats.norm.logpdf(np.zeros(d), c, u).sum() < bump_peak - 1000
+    if c != 0.0:  # hard to find: the bump is 20 nats down at the spike, the spike invisible
+        assert bump_peak - (math.log1p(-m) + stats.norm.logpdf(np.full(d, c), 0, v).sum()) > 19
+        assert math.log(m) + stats.norm.logpdf(np.zeros(d), c, u).sum() < bump_peak - 1000
+    else:  # Skilling's form: the spike towers 25 nats above the bump at the same centre
+        assert math.log(m) + stats.norm.logpdf(np.zeros(d), 0, u).sum() > bump_peak + 25
     rng = np.random.default_rng(3)
     for x in (np.full(d, c) + u * rng.normal(size=d), v * rng.normal(size=d)):
         hand = log_lik(x) - d * math.log(2 * h)

@@ -19,6 +19,7 @@ from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
 from .gaussian import GaussianBase, moment_match
 from .mixture import MixtureBase
+from .modes import add_missed_modes, mixture_of
 from .prior import PriorBase, prior_draws
 from .space import model_space
 
@@ -141,20 +142,22 @@ def _combine_moments(fits, space):
 
 def _combine_mixture(fits, space, n_eval, rng):
     """The fits as a mixture with weights proportional to their evidence estimates
-    ``exp(log_zeta_k)``; its own ``log_zeta`` is the importance-sampling estimate with the
-    mixture as the proposal (the sum of the components' estimates double-counts the mass
-    where components overlap)."""
-    log_weights = np.array([f.log_zeta for f in fits])
-    base = MixtureBase.from_components(
-        fits, log_weights, log_zeta=0.0, names=space.names, sizes=space.sizes
-    )
-    (stats,) = evaluate_bases(batched_logp(space), [base], n_eval, rng)
-    if isinstance(stats, BaseFitError):
-        raise stats
-    info = {**_fit_info(fits), **stats, "log_zeta_sum": float(logsumexp(log_weights))}
-    return base.with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
-    )
+    ``exp(log_zeta_k)``, its ``log_zeta`` re-estimated by importance sampling from it."""
+    log_masses = np.array([f.log_zeta for f in fits])
+    info = {**_fit_info(fits), "log_zeta_sum": float(logsumexp(log_masses))}
+    return mixture_of(fits, log_masses, space, batched_logp(space), n_eval, rng, info)
+
+
+def _combined(fits, space, combine, n_eval, rng):
+    """One base from the successful fits: duplicates pooled, distinct ones combined."""
+    if len(fits) == 1:
+        return fits[0]
+    distinct = [_pooled(best, members) for best, members in _distinct(fits, tol=0.5)]
+    if len(distinct) == 1:
+        return distinct[0]
+    if combine == "mixture":
+        return _combine_mixture(distinct, space, n_eval, rng)
+    return _combine_moments(distinct, space)
 
 
 def fit_base(
@@ -169,6 +172,7 @@ def fit_base(
     potentials: str | None = None,
     model: pm.Model | None = None,
     progressbar: bool = True,
+    modes: bool = True,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -207,6 +211,13 @@ def fit_base(
     progressbar : bool, default True
         Show a progress bar of the ADVI steps (PyMC's look; see
         :mod:`pymc_evidence.progress`). False prints nothing.
+    modes : bool, default True
+        Look for posterior modes the fitted base misses (L-BFGS from the model's initial
+        point and the fits' means) and add each one that holds a real share of the
+        evidence as a Laplace component of a mixture base
+        (:func:`~pymc_evidence.base.modes.add_missed_modes`): a narrow peak holding most
+        of the evidence inside a broad bump is then part of the base, where no tempering
+        path would find it. A base that misses nothing is returned unchanged.
 
     Returns
     -------
@@ -269,14 +280,9 @@ def fit_base(
             potentials=potentials,
             model=space.model,
             progressbar=progressbar,
+            modes=modes,
         )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
-    if len(fits) == 1:
-        return fits[0]
-    distinct = [_pooled(best, members) for best, members in _distinct(fits, tol=0.5)]
-    if len(distinct) == 1:
-        return distinct[0]
-    if combine == "mixture":
-        return _combine_mixture(distinct, space, n_eval, rng)
-    return _combine_moments(distinct, space)
+    base = _combined(fits, space, combine, n_eval, rng)
+    return add_missed_modes(base, space, rng, n_eval=n_eval) if modes else base

@@ -5,7 +5,7 @@ Like :mod:`pymc_evidence.testing.models`, every factory returns an
 (closed forms, or :func:`scipy.integrate.quad`); ``tests/test_hard_models.py`` checks each
 value against a second, independent computation. These systems are meant to separate the
 estimators (``benchmarks/hard_models.py``), not to be easy: bimodal and ring-shaped posteriors,
-a narrow spike holding most of the evidence far from a broad bump (a first-order phase
+a narrow spike holding most of the evidence inside or far from a broad bump (a first-order phase
 transition on the tempering path), a prior far from the likelihood, a heavy-tailed scale prior
 and a real-data hierarchical model in its centred (funnel) form.
 
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pymc_evidence.testing.hard_geometry import (
     bimodal_1d,
     phase_transition,
+    phase_transition_centred,
     prior_conflict,
     ring,
     symmetric_mixture,
@@ -42,6 +43,7 @@ __all__ = [
     "hierarchical_normal_cauchy",
     "noncentred_radon_intercepts",
     "phase_transition",
+    "phase_transition_centred",
     "prior_conflict",
     "ring",
     "symmetric_mixture",
@@ -53,6 +55,7 @@ HARD_MODELS: dict[str, Callable[[], AnalyticModel]] = {
     "bimodal_1d": bimodal_1d,
     "symmetric_mixture": symmetric_mixture,
     "phase_transition": phase_transition,
+    "phase_transition_centred": phase_transition_centred,
     "prior_conflict": prior_conflict,
     "ring": ring,
     "radon_intercepts_centred": centred_radon_intercepts,

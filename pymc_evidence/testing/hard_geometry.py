@@ -8,6 +8,7 @@ Each ``log_z`` is a closed form or a 1-D adaptive quadrature (:func:`scipy.integ
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from pymc_evidence.testing.models import AnalyticModel, _data, _f64
 __all__ = [
     "bimodal_1d",
     "phase_transition",
+    "phase_transition_centred",
     "prior_conflict",
     "ring",
     "symmetric_mixture",
@@ -252,6 +254,26 @@ def phase_transition(
         spike_sigma=float(spike_sigma), offset=c, half_width=h, spike_share=share,
     )  # fmt: skip
     return AnalyticModel("phase_transition", model, log_z, description, data)
+
+
+def phase_transition_centred(d: int = 10) -> AnalyticModel:
+    """Skilling's phase-change example: the spike at the centre of the bump, unit box.
+
+    :func:`phase_transition` with ``offset=0`` and ``half_width=0.5``: ``Z`` is 1 up to a
+    truncation of about 6e-7 (``log Z = -5.7e-7`` for ``d = 10``), the spike holds 90 % of it, and
+    a tempered path that follows the bump reports ``log 0.1 = -2.303``. Unlike the
+    off-centre form, the spike's basin holds the bump's centre, so an ascent from there
+    finds it.
+
+    Examples
+    --------
+    >>> system = phase_transition_centred()
+    >>> system.name, round(system.log_z, 5)
+    ('phase_transition_centred', -0.0)
+    """
+    return dataclasses.replace(
+        phase_transition(d, offset=0.0, half_width=0.5), name="phase_transition_centred"
+    )
 
 
 def prior_conflict(d: int = 8, distance: float = 6.0, seed: int = 0) -> AnalyticModel:

@@ -1,0 +1,166 @@
+"""Modes the fitted base misses, added to it as Laplace components.
+
+A tempering path starts from the base and can only find the posterior mass the base, or
+the path's moves, reach. When a narrow mode holds most of the evidence (a "spike": a
+first-order phase transition on the tempering path, e.g. Skilling's example of a sharp peak
+inside a broad bump), every tempered method started from a broad ADVI fit misses it and
+reports the bump alone, with a tiny error bar. ADVI misses it too: its Monte Carlo
+gradients average over the broad fit and never feel the spike.
+
+A quasi-Newton ascent of ``log f`` from the model's initial point and from the fits' means
+does find such a mode when its basin holds one of those points (a spike inside a bump: the
+ascent from the bump's centre climbs straight into it). :func:`add_missed_modes` then asks
+whether the base covers each mode found. The test is the importance weight at the mode:
+
+    gap_k = log f(x_k) - log q(x_k) - log_zeta,
+
+which is about 0 where ``q`` approximates the posterior (``f / q ~ Z``) and large where the
+base has far too little density for the mode (the weight there is ``e^gap`` times the mean
+weight). A missed mode whose own importance-sampling mass (draws from its Laplace
+Gaussian) is a real share of the evidence and agrees with its Laplace mass (so it is a
+Gaussian-like peak, not a funnel's neck or a boundary) becomes a mixture component, with
+weight proportional to its mass; the fits keep theirs. Every method then starts from a base
+that holds every mode found: the path no longer has to find them.
+
+Nothing here can find a mode whose basin none of the starting points lies in: a spike far
+off the bump (a basin of 1e-13 of the prior volume, say) is out of reach of any method that
+does not search the whole space. See ``docs/hard_models.rst``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .advi import BaseFitError, evaluate_bases
+from .batched_logp import batched_logp
+from .gaussian import GaussianBase
+from .laplace import Mode, find_modes
+from .mixture import MixtureBase
+from .space import ModelSpace
+
+__all__ = ["COVERAGE_GAP", "add_missed_modes", "mixture_of", "mode_starts"]
+
+#: A mode is missed when the importance weight there is this many nats above the mean
+#: weight (``e^3 = 20`` times); a base that approximates the posterior has a gap near 0.
+COVERAGE_GAP = 3.0
+#: A missed mode is added when it holds at least this share of the evidence.
+MIN_SHARE = 0.01
+#: ... and its importance-sampling mass is within this many nats of its Laplace mass.
+MASS_AGREEMENT = 2.0
+
+
+def mode_starts(space: ModelSpace, base) -> np.ndarray:
+    """Where to start the ascents: the model's initial point and the base's component means."""
+    means = base.means if isinstance(base, MixtureBase) else np.atleast_2d(base.mean)
+    return np.vstack([space.initial_x()[None, :], means])
+
+
+def coverage_gap(mode: Mode, base) -> float:
+    """``log f(x) - log q(x) - log_zeta`` at the mode ``x`` (about 0 when covered)."""
+    log_q = float(base.logp(mode.mean[None, :])[0])
+    return float(mode.info["log_f"] - log_q - base.log_zeta)
+
+
+def _components(base) -> tuple[list[GaussianBase], np.ndarray]:
+    """The base's Gaussian components and their log masses (weight times ``zeta``)."""
+    if isinstance(base, MixtureBase):
+        return base.components(), base.log_weights + base.log_zeta
+    return [base], np.array([base.log_zeta])
+
+
+def mixture_of(components, log_masses, space, density, n_eval, rng, info) -> MixtureBase:
+    """The components as a :class:`MixtureBase` with weights proportional to
+    ``exp(log_masses)``; its ``log_zeta`` is the importance-sampling estimate with the
+    mixture as the proposal (a sum of the masses double-counts where components overlap)."""
+    base = MixtureBase.from_components(
+        components, log_masses, log_zeta=0.0, names=space.names, sizes=space.sizes
+    )
+    (stats,) = evaluate_bases(density, [base], n_eval, rng)
+    if isinstance(stats, BaseFitError):
+        raise stats
+    return base.with_values(
+        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"],
+        info={**info, **stats},
+    )  # fmt: skip
+
+
+def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
+    """The missed modes worth adding, each with its importance-sampling mass as
+    ``log_zeta``."""
+    kept = []
+    for mode, stats in zip(modes, evaluate_bases(density, modes, n_eval, rng), strict=True):
+        if isinstance(stats, BaseFitError):
+            continue
+        log_mass = stats["log_is"]
+        share = 1.0 / (1.0 + np.exp(base.log_zeta - log_mass))
+        if (
+            share >= MIN_SHARE
+            and abs(log_mass - mode.log_zeta) <= MASS_AGREEMENT
+            and stats["is_ess"] >= 0.1 * n_eval
+        ):
+            kept.append(mode.with_values(log_zeta=log_mass))
+    return kept
+
+
+def add_missed_modes(base, space: ModelSpace, rng, *, starts=None, n_eval: int = 1000):
+    """``base``, or a mixture of it and the Laplace approximations of the modes it misses.
+
+    Parameters
+    ----------
+    base : GaussianBase or MixtureBase
+        A fitted base with ``log_zeta`` its importance-sampling evidence.
+    space : ModelSpace
+    rng : numpy.random.Generator
+        Used only when a missed mode is found (so bases that miss nothing are unchanged).
+    starts : ndarray, shape (k, d), optional
+        Starting points of the ascents; default :func:`mode_starts`.
+    n_eval : int
+        Draws for each candidate's and the new mixture's importance-sampling mass.
+
+    Returns
+    -------
+    GaussianBase or MixtureBase
+        ``base`` itself when it covers every mode found; otherwise a ``MixtureBase`` whose
+        ``info`` records ``n_added_modes``, ``added_mode_log_mass`` and
+        ``added_mode_gap``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_evidence.base import GaussianBase, model_space
+    >>> with pm.Model() as model:   # a spike (sd 0.01) holding 90 % of Z inside a bump
+    ...     x = pm.Flat("x")
+    ...     w = np.array([0.1, 0.9])
+    ...     comps = [pm.Normal.dist(x, 1.0), pm.Normal.dist(x, 0.01)]
+    ...     _ = pm.Mixture("y", w=w, comp_dists=comps, observed=0.0)
+    >>> bump = GaussianBase(np.array([0.0]), np.array([[1.0]]), np.log(0.1), "moments")
+    >>> base = add_missed_modes(bump, model_space(model), np.random.default_rng(0))
+    >>> base.info["n_added_modes"], round(float(base.log_zeta), 2)
+    (1, 0.0)
+    """
+    density = batched_logp(space)
+    starts = mode_starts(space, base) if starts is None else starts
+    modes = find_modes(space, starts, density=density)
+    missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]
+    if not missed:
+        return base
+    kept = _credible(missed, base, density, n_eval, rng)
+    if not kept:
+        return base
+    components, log_masses = _components(base)
+    info = {
+        **base.info,
+        "base_kind": base.kind,
+        "n_added_modes": len(kept),
+        "added_mode_log_mass": [float(m.log_zeta) for m in kept],
+        "added_mode_gap": [coverage_gap(m, base) for m in kept],
+    }
+    return mixture_of(
+        components + kept,
+        np.concatenate([log_masses, [m.log_zeta for m in kept]]),
+        space,
+        density,
+        n_eval,
+        rng,
+        info,
+    )

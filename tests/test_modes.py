@@ -1,0 +1,74 @@
+"""Modes the base misses become Laplace components of it (pymc_evidence.base.modes).
+
+Truths are exact: the phase-transition systems of ``pymc_evidence.testing`` (closed form
+via erf, checked by quadrature in test_hard_models.py) and a conjugate normal model.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from _accuracy import assert_log_z
+
+import pymc_evidence as pme
+from pymc_evidence.base import GaussianBase, MixtureBase, fit_base, model_space
+from pymc_evidence.base.laplace import find_modes
+from pymc_evidence.base.modes import COVERAGE_GAP, add_missed_modes, coverage_gap
+from pymc_evidence.testing import phase_transition_centred
+
+
+@pytest.fixture(scope="module")
+def skilling():
+    """A spike (sd 0.01) holding 90 % of Z at the centre of a broad bump (sd 0.1), 10-D."""
+    return phase_transition_centred()
+
+
+def test_spike_inside_the_bump_is_added_to_the_base(skilling):
+    without = fit_base("fullrank_advi", model=skilling.model, random_seed=1, modes=False,
+                       progressbar=False)  # fmt: skip
+    # ADVI alone fits the bump: its evidence is the bump's 10 % of Z
+    assert without.log_zeta == pytest.approx(skilling.log_z + np.log(0.1), abs=0.05)
+    base = fit_base("fullrank_advi", model=skilling.model, random_seed=1, progressbar=False)
+    assert isinstance(base, MixtureBase) and base.info["n_added_modes"] == 1
+    assert base.info["added_mode_gap"][0] > COVERAGE_GAP
+    # the spike's own mass (90 % of Z) and the mixture's importance-sampling evidence
+    assert base.info["added_mode_log_mass"][0] == pytest.approx(
+        skilling.log_z + np.log(skilling.data["spike_share"]), abs=0.02
+    )
+    assert base.log_zeta == pytest.approx(skilling.log_z, abs=0.02)
+    spike = base.means[np.argmax(base.weights)]
+    assert np.allclose(spike, 0.0, atol=1e-3)  # the spike's centre, in logit coordinates
+
+
+def test_default_smc_finds_the_spike(skilling):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = pme.log_evidence(
+            pme.sample_evidence(skilling.model, random_seed=1, progressbar=False)
+        )
+    assert_log_z(est, skilling.log_z, abs_tol=0.05, label="smc, Skilling's phase transition")
+
+
+def test_a_base_that_covers_its_mode_is_returned_unchanged():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.3, 1.1]))
+    kwargs = dict(model=model, random_seed=2, progressbar=False)
+    base = fit_base("fullrank_advi", **kwargs)
+    assert isinstance(base, GaussianBase)
+    same = fit_base("fullrank_advi", modes=False, **kwargs)
+    assert base.log_zeta == same.log_zeta and np.array_equal(base.mean, same.mean)
+    (mode,) = find_modes(model_space(model), base.mean[None, :])
+    assert abs(coverage_gap(mode, base)) < 0.5  # q ~ posterior: the weight at the mode ~ Z
+
+
+def test_a_mode_holding_a_negligible_share_is_not_added():
+    with pm.Model() as model:  # a spike with 1e-4 of the evidence
+        x = pm.Flat("x")
+        comps = [pm.Normal.dist(x, 1.0), pm.Normal.dist(x, 0.01)]
+        pm.Mixture("y", w=np.array([1 - 1e-4, 1e-4]), comp_dists=comps, observed=0.0)
+    bump = GaussianBase(np.array([0.0]), np.array([[1.0]]), np.log(1 - 1e-4), "moments")
+    assert add_missed_modes(bump, model_space(model), np.random.default_rng(0)) is bump
