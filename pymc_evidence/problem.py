@@ -38,7 +38,9 @@ STREAMS = ("base", "nuts", "method", "resample", "init")
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
 #: dimensions (correlated posteriors: a mean-field base is too narrow there and biases the
-#: annealing methods), mean-field above.
+#: annealing methods), mean-field above, where the Laplace approximation at the highest mode
+#: replaces it when its importance-sampling evidence is larger (full-rank ADVI diverges on
+#: some large models; the Laplace Gaussian needs one L-BFGS run and a Hessian).
 BASE_CHOICES = ("auto", "advi", "fullrank_advi", "prior")
 FULLRANK_MAX_DIM = 30
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
@@ -225,11 +227,13 @@ class EvidenceProblem:
     def _resolve_base(self):
         if not isinstance(self.base_spec, str):
             return self.base_spec
-        method = self.base_spec
+        method, extra = self.base_spec, {}
         if method == "auto":
             method = "fullrank_advi" if self.space.ndim <= FULLRANK_MAX_DIM else "advi"
+            extra = {"laplace": method == "advi"}
         return fit_base(
             method,
+            **extra,
             model=self.model,
             random_seed=self.rng("base"),
             potentials=self.potentials,

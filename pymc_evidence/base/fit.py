@@ -173,6 +173,7 @@ def fit_base(
     model: pm.Model | None = None,
     progressbar: bool = True,
     modes: bool = True,
+    laplace: bool = False,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -218,6 +219,11 @@ def fit_base(
         (:func:`~pymc_evidence.base.modes.add_missed_modes`): a narrow peak holding most
         of the evidence inside a broad bump is then part of the base, where no tempering
         path would find it. A base that misses nothing is returned unchanged.
+    laplace : bool, default False
+        With ``modes``: also try the Laplace approximation at the highest mode as the base
+        and keep it when its importance-sampling evidence beats the fit's (``base="auto"``
+        does this above 30 dimensions, where it fits mean-field ADVI: on a correlated
+        posterior the Laplace Gaussian keeps the correlations the mean-field fit drops).
 
     Returns
     -------
@@ -281,8 +287,11 @@ def fit_base(
             model=space.model,
             progressbar=progressbar,
             modes=modes,
+            laplace=laplace,
         )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     base = _combined(fits, space, combine, n_eval, rng)
-    return add_missed_modes(base, space, rng, n_eval=n_eval) if modes else base
+    if not modes:
+        return base
+    return add_missed_modes(base, space, rng, n_eval=n_eval, laplace=laplace)

@@ -102,7 +102,25 @@ def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     return kept
 
 
-def add_missed_modes(base, space: ModelSpace, rng, *, starts=None, n_eval: int = 1000):
+def _laplace_if_better(base, modes, density, n_eval, rng):
+    """``base``, or the Laplace Gaussian of the highest mode it covers when that one's
+    importance-sampling evidence is larger (a better proposal: IS from a proposal that is
+    too narrow, as mean-field ADVI is on correlated posteriors, is biased low)."""
+    covered = [m for m in modes if coverage_gap(m, base) <= COVERAGE_GAP]
+    if not covered:
+        return base
+    (stats,) = evaluate_bases(density, covered[:1], n_eval, rng)
+    if isinstance(stats, BaseFitError) or not stats["log_is"] > base.log_zeta:
+        return base
+    info = {**stats, "replaced_kind": base.kind, "replaced_log_zeta": float(base.log_zeta)}
+    return covered[0].with_values(
+        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
+    )
+
+
+def add_missed_modes(
+    base, space: ModelSpace, rng, *, starts=None, n_eval: int = 1000, laplace: bool = False
+):
     """``base``, or a mixture of it and the Laplace approximations of the modes it misses.
 
     Parameters
@@ -116,6 +134,11 @@ def add_missed_modes(base, space: ModelSpace, rng, *, starts=None, n_eval: int =
         Starting points of the ascents; default :func:`mode_starts`.
     n_eval : int
         Draws for each candidate's and the new mixture's importance-sampling mass.
+    laplace : bool, default False
+        Also try the Laplace Gaussian of the highest mode the base covers as the base
+        itself, and keep it when its importance-sampling evidence is larger (``kind
+        "laplace"``, ``info["replaced_kind"]``). Meant for mean-field fits of large
+        models, whose correlations they miss.
 
     Returns
     -------
@@ -141,6 +164,8 @@ def add_missed_modes(base, space: ModelSpace, rng, *, starts=None, n_eval: int =
     density = batched_logp(space)
     starts = mode_starts(space, base) if starts is None else starts
     modes = find_modes(space, starts, density=density)
+    if laplace:
+        base = _laplace_if_better(base, modes, density, n_eval, rng)
     missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]
     if not missed:
         return base
@@ -164,3 +189,11 @@ def add_missed_modes(base, space: ModelSpace, rng, *, starts=None, n_eval: int =
         rng,
         info,
     )
+
+
+def credible_modes(modes, log_z: float, space: ModelSpace, rng, *, n_eval: int = 1000):
+    """Those of ``modes`` (found missing from an estimate of ``log Z``) worth adding to it:
+    by the rules of :func:`add_missed_modes` (at least ``MIN_SHARE`` of ``Z + mass``, a
+    Gaussian-like peak), each with its importance-sampling mass as ``log_zeta``."""
+    holder = GaussianBase(np.zeros(space.ndim), np.eye(space.ndim), float(log_z), "moments")
+    return _credible(modes, holder, batched_logp(space), n_eval, rng)
