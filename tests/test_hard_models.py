@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from _accuracy import assert_log_z
 from scipy import integrate, special, stats
 
 from pymc_evidence.datasets import _county_coding, load_radon
@@ -27,7 +28,11 @@ from pymc_evidence.testing import (
     ring,
     symmetric_mixture,
 )
-from pymc_evidence.testing.radon_exact import county_stats, radon_intercepts_log_lik
+from pymc_evidence.testing.radon_exact import (
+    county_stats,
+    radon_intercepts_log_lik,
+    radon_pooled_log_z,
+)
 
 
 def _pymc_logp(model, values):
@@ -311,3 +316,41 @@ def test_radon_logp(radon):
     del noncentred["alpha"]
     hand_n = common + stats.norm.logpdf(z).sum()
     assert _pymc_logp(s_n.model, noncentred) == pytest.approx(hand_n, abs=1e-8)
+
+
+def test_radon_pooled_truth(radon):
+    """Two independent computations: the 2 x 2 Woodbury step + adaptive quadrature of
+    ``radon_pooled_log_z``, against the dense N(0, s^2 I + 100 A A^T) density (n x n
+    Cholesky) integrated over log sigma_y by Simpson's rule (no shared code)."""
+    x, y = radon["x"], radon["y"]
+    outer = 100.0 * (1.0 + np.outer(x, x))
+
+    def dense(s):
+        chol = np.linalg.cholesky(s**2 * np.eye(y.size) + outer)
+        v = np.linalg.solve(chol, y)
+        return -0.5 * (y.size * math.log(2 * math.pi) + 2 * np.log(np.diag(chol)).sum() + v @ v)
+
+    t = np.linspace(math.log(0.66), math.log(0.96), 61)  # log sigma_y; posterior sd ~0.02
+    lf = np.array([dense(s) + stats.halfnorm.logpdf(s, scale=5.0) + math.log(s) for s in np.exp(t)])
+    assert max(lf[0], lf[-1]) < lf.max() - 25  # the grid holds all the mass
+    simpson = integrate.simpson(np.exp(lf - lf.max()), x=t)
+    assert radon_pooled_log_z() == pytest.approx(lf.max() + math.log(simpson), abs=1e-6)
+
+
+@pytest.mark.slow
+def test_radon_log_bayes_factor_in_both_forms():
+    """The default method's log Bayes factor of varying intercepts over complete pooling,
+    with the intercepts written centred and non-centred, against the exact value."""
+    import warnings
+
+    import pymc_evidence as pme
+    from pymc_evidence.datasets import radon_models
+
+    exact = RADON_VI_REFERENCE - radon_pooled_log_z()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pooled = pme.log_evidence(pme.sample_evidence(radon_models()["pooled"], random_seed=1))
+        for system in (centred_radon_intercepts(), noncentred_radon_intercepts()):
+            est = pme.log_evidence(pme.sample_evidence(system.model, random_seed=1))
+            bf = (est.log_z - pooled.log_z, math.hypot(est.se, pooled.se))
+            assert_log_z(bf, exact, abs_tol=0.1, label=f"radon log BF, {system.name}")
