@@ -7,6 +7,15 @@ autocorrelation is measured, enters the Meng-Wong iteration of
 :func:`~pymc_evidence.estimators.bridge.bridge_log_evidence` together with ``n_proposal``
 fresh proposal draws. The model's joint log density is evaluated for all points by the
 problem's compiled batched function.
+
+Chains that sample separated regions (modes they do not cross between) are grouped into
+clusters (:func:`~pymc_evidence.estimators.bridge_modes.chain_clusters`); each cluster is
+bridge-sampled on its own, with its own proposal, and the clusters' masses are summed
+(:func:`~pymc_evidence.estimators.bridge_modes.combine_clusters`), so the share of chains
+that happened to start in each mode does not matter. Modes that no draw came near are
+searched for from the initial point, the clusters' means and a few prior draws, and a
+missed mode's mass is added with a warning (:mod:`~pymc_evidence.methods.bridge_missed`).
+With one cluster and no missed mode the estimate is the plain bridge estimate of all draws.
 """
 
 from __future__ import annotations
@@ -17,10 +26,17 @@ import numpy as np
 
 from ..compat import get_group, group_names
 from ..estimators.bridge import bridge_log_evidence, combine_bridge_runs, posterior_n_eff
+from ..estimators.bridge_modes import (
+    chain_clusters,
+    combine_clusters,
+    sum_of_parts,
+    summed_iterates,
+)
 from ..estimators.diagnostics import SamplingWarning, tagged
 from ..results.assemble import checked, divergences
 from ..results.diagnostics import nuts_messages
 from ._spec import MethodResult, MethodSpec
+from .bridge_missed import missed_mode_masses, missed_mode_messages
 from .bridge_proposals import PROPOSALS, proposal_setup
 
 __all__ = ["MIN_DRAWS_PER_CHAIN", "SPEC", "bridge_parts"]
@@ -130,15 +146,59 @@ def _layout(runs, iterates) -> dict:
     return {"chain_dim": "run", "chain_values": per_run, **layout}
 
 
+def _clusters(x) -> list[np.ndarray]:
+    """The clusters of chains, or all chains as one where a cluster is too small or too
+    degenerate for a proposal of its own."""
+    clusters = chain_clusters(x)
+    half, d = x.shape[1] // 2, x.shape[-1]
+    for idx in clusters:
+        fit = x[idx, :half].reshape(-1, d)
+        if fit.shape[0] <= d + 1 or np.any(np.ptp(fit, axis=0) == 0):
+            return [np.arange(x.shape[0])]
+    return clusters
+
+
+def _totals(parts, clusters, n_chain, log_mass, mass_se):
+    """Per-cluster runs summed run by run (plus the missed modes), then pooled."""
+    n_runs = len(parts[0][1])
+    runs, iterates = [], []
+    for r in range(n_runs):
+        cluster_runs = [runs_k[r] for _, runs_k, _ in parts]
+        runs.append(
+            combine_clusters(
+                cluster_runs, clusters, n_chain, extra_log_mass=log_mass, extra_se=mass_se
+            )
+        )
+        iterates.append(summed_iterates([its[r] for _, _, its in parts], log_mass))
+    est = runs[0] if n_runs == 1 else combine_bridge_runs(runs)
+    n_nan = sum(est_k.diagnostics["n_nonfinite_log_f"] for est_k, _, _ in parts)
+    return replace(est, diagnostics={**est.diagnostics, "n_nonfinite_log_f": n_nan}), runs, iterates
+
+
+def _estimate_modes(problem, x, options, rng):
+    """Bridge-sample each cluster of chains, add the modes the chains missed; with one
+    cluster and no missed mode, the plain estimate of :func:`_estimate`."""
+    clusters = _clusters(x)
+    parts = [_estimate(problem.log_f, x[idx], options, rng) for idx in clusters]
+    log_z, _, _ = sum_of_parts([p[0].log_z for p in parts], [p[0].se for p in parts])
+    log_mass, mass_se = missed_mode_masses(problem.space, x, clusters, log_z, rng)
+    if len(clusters) == 1 and not log_mass.size:
+        est, runs, iterates = parts[0]
+        extra = {"n_clusters": 1.0, "n_missed_modes": 0.0}
+        return replace(est, diagnostics={**est.diagnostics, **extra}), runs, iterates, []
+    est, runs, iterates = _totals(parts, clusters, x.shape[0], log_mass, mass_se)
+    return est, runs, iterates, missed_mode_messages(log_mass, est.log_z)
+
+
 def bridge_parts(problem, idata, options) -> MethodResult:
     """Bridge-sample the draws of ``idata`` for ``problem``'s model; every group of
     ``idata`` is kept in the result."""
     x = _posterior_draws(idata, problem.space)
-    est, runs, iterates = _estimate(problem.log_f, x, options, problem.rng("method"))
+    est, runs, iterates, missed = _estimate_modes(problem, x, options, problem.rng("method"))
     # the estimator ran with emit_warnings=False: its messages are emitted here, once
     quiet = replace(est, warnings=())
     runs_ok = nuts_messages(idata, what="the posterior draws bridge sampling used")
-    messages = [*est.warnings, *_messages(est), *runs_ok]
+    messages = [*est.warnings, *_messages(est), *missed, *runs_ok]
     est = checked(quiet, divergences(idata), messages, stacklevel=4)
     attrs = {
         "proposal": options["proposal"],

@@ -1,0 +1,120 @@
+"""Modes the posterior chains of bridge sampling missed, and their masses.
+
+Bridge sampling can only see the mass its posterior draws sample. A narrow mode holding
+most of the evidence inside a broad one (a spike in a bump) is never entered by NUTS chains
+that start in the bump, and the estimate is the bump's mass alone, with a small se.
+
+A quasi-Newton ascent of ``log f`` from the model's initial point and from each cluster's
+mean (:func:`~pymc_evidence.base.laplace.find_modes`) climbs into such a mode when its
+basin holds one of those points; ascents from a few prior draws also find a mirror mode
+that every chain missed (``y ~ N(theta^2, 1)`` with all chains at ``theta > 0``). A mode
+is *missed* when no posterior draw comes within Mahalanobis distance
+``sqrt(chi2.ppf(0.999, d))`` of it in its own Laplace metric (a draw of the Laplace
+Gaussian itself lies that close with probability 0.999). A missed mode whose
+importance-sampling mass (draws from its Laplace Gaussian) is a real share of the evidence
+and agrees with its Laplace mass is added to the estimate
+(:func:`~pymc_evidence.base.modes.credible_modes`, the rules that add missed modes to a
+base); its mass is estimated again from fresh draws, for an estimate independent of that
+choice, with the se of a log-mean of importance weights, ``sqrt(1 / ESS - 1 / n)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg, stats
+
+from ..base.advi import BaseFitError, evaluate_bases
+from ..base.batched_logp import batched_logp
+from ..base.laplace import find_modes
+from ..base.modes import credible_modes
+from ..base.prior import prior_draws
+from ..estimators.diagnostics import CrossCheckWarning, tagged
+
+__all__ = [
+    "NEAR_PROBABILITY",
+    "N_EVAL",
+    "N_PRIOR_STARTS",
+    "missed_mode_masses",
+    "missed_mode_messages",
+]
+
+#: A draw is near a mode when a draw of the mode's Laplace Gaussian would be as close with
+#: this probability (``chi2.ppf(p, d)`` on the squared Mahalanobis distance).
+NEAR_PROBABILITY = 0.999
+#: Prior draws that start ascents too: a mode whose basin holds neither the initial point
+#: nor a cluster's mean (a mirror mode no chain entered) is found from half of the prior
+#: draws when it holds half of the prior mass, i.e. missed by 4 with probability 1/16.
+N_PRIOR_STARTS = 4
+#: Draws of each candidate mode's Laplace Gaussian for its importance-sampling mass.
+N_EVAL = 2000
+
+
+def _starts(space, x, clusters, rng) -> np.ndarray:
+    """The model's initial point, each cluster's mean and a few prior draws (unconstrained
+    space)."""
+    means = [x[idx].reshape(-1, x.shape[-1]).mean(axis=0) for idx in clusters]
+    prior = prior_draws(space, N_PRIOR_STARTS, rng) if N_PRIOR_STARTS else []
+    return np.vstack([space.initial_x()[None, :], *means, *prior])
+
+
+def _visited(mode, flat: np.ndarray) -> bool:
+    """Whether some draw lies within the mode's ``NEAR_PROBABILITY`` Laplace ellipsoid."""
+    z = linalg.solve_triangular(mode.chol, (flat - mode.mean).T, lower=True)
+    radius2 = stats.chi2.ppf(NEAR_PROBABILITY, flat.shape[-1])
+    return bool(np.min(np.sum(z**2, axis=0)) <= radius2)
+
+
+def missed_mode_masses(space, x, clusters, log_z: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Log masses and their se of the modes that no draw of ``x`` came near.
+
+    Parameters
+    ----------
+    space : ModelSpace
+        The model's raveled unconstrained space.
+    x : ndarray, shape (chain, draw, d)
+        The posterior draws (unconstrained).
+    clusters : list of array of int
+        Chains of each cluster; the ascents start from their means, the initial point and
+        :data:`N_PRIOR_STARTS` prior draws.
+    log_z : float
+        The bridge estimate from the draws (the share of a mode is ``m / (Z + m)``).
+    rng : numpy.random.Generator
+        Used only when a missed mode is found.
+
+    Returns
+    -------
+    log_mass, se : ndarray
+        One entry per missed mode that holds at least 1 % of the evidence (empty when
+        none): its importance-sampling log mass and the se of that log.
+    """
+    modes = find_modes(space, _starts(space, x, clusters, rng), density=batched_logp(space))
+    flat = x.reshape(-1, x.shape[-1])
+    missed = [mode for mode in modes if not _visited(mode, flat)]
+    kept = credible_modes(missed, log_z, space, rng, n_eval=N_EVAL) if missed else []
+    if not kept:
+        return np.empty(0), np.empty(0)
+    log_mass, se = [], []
+    again = evaluate_bases(batched_logp(space), kept, N_EVAL, rng)
+    for mode, fresh in zip(kept, again, strict=True):
+        if isinstance(fresh, BaseFitError):  # rare: keep the first mass, with the se of
+            log_mass.append(float(mode.log_zeta))  # the lowest ESS that kept it (n / 10)
+            se.append(float(np.sqrt(9.0 / N_EVAL)))
+            continue
+        log_mass.append(fresh["log_is"])
+        se.append(float(np.sqrt(max(1.0 / fresh["is_ess"] - 1.0 / N_EVAL, 0.0))))
+    return np.array(log_mass), np.array(se)
+
+
+def missed_mode_messages(log_mass: np.ndarray, log_z: float) -> list:
+    """A :class:`~pymc_evidence.CrossCheckWarning` text per missed mode added to ``log_z``
+    (the total)."""
+    messages = []
+    for m in np.asarray(log_mass, dtype=float):
+        share = 100.0 * float(np.exp(m - log_z))
+        messages.append(
+            f"the posterior chains missed a mode holding {share:.3g} % of the evidence (no "
+            "draw came near a local maximum of the density found by optimization); its mass "
+            "was added from its Laplace approximation (importance sampling, log mass "
+            f"{m:.4g}). method='smc' starts from a base that holds every mode found"
+        )
+    return tagged(messages, CrossCheckWarning)

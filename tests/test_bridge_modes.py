@@ -1,0 +1,180 @@
+"""Bridge sampling on multimodal posteriors: clusters of chains that do not mix, and modes
+no chain visited, against exact log Z (pymc_evidence.testing)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from _accuracy import assert_log_z
+from scipy import stats
+
+import pymc_evidence as pme
+from pymc_evidence import testing as T
+from pymc_evidence.estimators.bridge_modes import (
+    chain_clusters,
+    combine_clusters,
+    sum_of_parts,
+    summed_iterates,
+)
+from pymc_evidence.estimators.diagnostics import CrossCheckWarning
+from pymc_evidence.estimators.record import EvidenceEstimate
+from pymc_evidence.methods import bridge as bridge_method
+from pymc_evidence.problem import EvidenceProblem
+from pymc_evidence.results import log_evidence
+
+SEED = 20260615
+
+
+# ---------------------------------------------------------------- clustering (pure numpy)
+
+
+def _ar1(rng, shape, rho=0.9):
+    """Autocorrelated standard-normal chains ``(chain, draw, d)`` (few effective draws)."""
+    x = np.empty(shape)
+    x[:, 0] = rng.normal(size=(shape[0], shape[2]))
+    for t in range(1, shape[1]):
+        x[:, t] = rho * x[:, t - 1] + np.sqrt(1 - rho**2) * rng.normal(size=(shape[0], shape[2]))
+    return x
+
+
+def _labels(clusters):
+    return [c.tolist() for c in clusters]
+
+
+def test_clusters_two_separated_modes():
+    """Chains 0, 2, 3 in one mode, 1 and 4 in another 8 sd away in 5-d."""
+    rng = np.random.default_rng(SEED)
+    x = _ar1(rng, (5, 500, 5))
+    x[[1, 4]] += 8.0 / np.sqrt(5)  # 8 sd along the diagonal: 1.8 sd per coordinate
+    assert _labels(chain_clusters(x)) == [[0, 2, 3], [1, 4]]
+
+
+def test_clusters_one_region_no_false_split_in_high_dimension():
+    """Chains of one correlated 300-d region, 20 effective draws each: one cluster."""
+    rng = np.random.default_rng(SEED)
+    d = 300
+    mix = np.linalg.cholesky(0.5 * np.eye(d) + 0.5)  # correlation 0.5 between coordinates
+    x = _ar1(rng, (4, 200, d)) @ mix.T * rng.uniform(0.1, 10.0, size=d)
+    assert _labels(chain_clusters(x)) == [[0, 1, 2, 3]]
+
+
+def test_clusters_chains_that_mix_or_bridge_are_merged():
+    """A chain that visits both modes joins them; closure is transitive."""
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(4, 400, 2)) * 0.3
+    x[1] += 10.0
+    x[3, ::2] += 10.0  # chain 3 crosses between the modes
+    assert _labels(chain_clusters(x)) == [[0, 1, 2, 3]]
+    x[3, ::2] -= 10.0  # chain 3 now in chain 0's mode only
+    assert _labels(chain_clusters(x)) == [[0, 2, 3], [1]]
+    stuck = np.full((1, 400, 2), 0.1)  # a chain stuck inside chain 0's region
+    assert _labels(chain_clusters(np.concatenate([x, stuck]))) == [[0, 2, 3, 4], [1]]
+
+
+def test_clusters_bad_input():
+    with pytest.raises(ValueError, match="chain, draw"):
+        chain_clusters(np.zeros((4, 10)))
+    with pytest.raises(ValueError, match="nan"):
+        chain_clusters(np.full((2, 10, 1), np.nan))
+    with pytest.raises(ValueError, match="probability"):
+        chain_clusters(np.zeros((2, 10, 1)), probability=1.0)
+
+
+# ---------------------------------------------------------------- sums of parts
+
+
+def test_sum_of_parts_delta_method():
+    """se of log(Z1 + Z2) against a direct simulation of independent lognormal parts."""
+    log_z, se = np.array([-1.0, 0.5]), np.array([0.05, 0.2])
+    total, total_se, w = sum_of_parts(log_z, se)
+    assert total == pytest.approx(np.log(np.exp(-1.0) + np.exp(0.5)))
+    assert w.sum() == pytest.approx(1.0)
+    rng = np.random.default_rng(SEED)
+    draws = np.log(np.exp(log_z + se * rng.normal(size=(200_000, 2))).sum(axis=1))
+    assert total_se == pytest.approx(draws.std(), rel=0.03)
+    with pytest.raises(ValueError, match="matching"):
+        sum_of_parts([0.0, 1.0], [0.1])
+
+
+def test_combine_clusters_per_chain_and_extras():
+    diag_a = {"re2_proposal": 1e-4, "re2_posterior": 3e-4, "converged": 1.0}
+    diag_b = {"re2_proposal": 6e-4, "re2_posterior": 1e-3, "converged": 0.0}
+    a = EvidenceEstimate(np.log(0.3), 0.02, "bridge", np.log([0.28, 0.32]), [0.03] * 2, diag_a)
+    b = EvidenceEstimate(np.log(0.2), 0.04, "bridge", np.log([0.2]), [0.04], diag_b)
+    est = combine_clusters([a, b], [[0, 2], [1]], 3, extra_log_mass=[np.log(0.5)], extra_se=[0.1])
+    assert est.log_z == pytest.approx(0.0, abs=1e-12)
+    assert est.se == pytest.approx(np.sqrt((0.3 * 0.02) ** 2 + (0.2 * 0.04) ** 2 + 0.05**2))
+    assert est.per_chain_log_z == pytest.approx(np.log([0.98, 1.0, 1.02]))
+    diag = est.diagnostics
+    assert diag["re2_proposal"] + diag["re2_posterior"] == pytest.approx(est.se**2)
+    assert (diag["n_clusters"], diag["n_missed_modes"], diag["converged"]) == (2.0, 1.0, 0.0)
+    assert diag["log_z_cluster_1"] == pytest.approx(np.log(0.2))
+    assert diag["missed_mode_log_mass"] == pytest.approx(np.log(0.5))
+    running = summed_iterates([[0.0, np.log(0.3)], [np.log(0.2)]], [np.log(0.5)])
+    assert running == pytest.approx(np.log([1.7, 1.0]))
+
+
+# ---------------------------------------------------------------- PyMC workflow
+
+
+def test_symmetric_mixture_chains_in_both_modes():
+    """Two equal 5-d modes; seed 1 leaves three chains in one mode and one in the other,
+    which pooled bridge sampling got 0.10 nats low. Clusters sum to the exact log Z."""
+    case = T.symmetric_mixture()
+    out = pme.sample_evidence(case.model, method="bridge", random_seed=1, progressbar=False)
+    est = log_evidence(out)
+    assert est.diagnostics["n_clusters"] == 2 and est.diagnostics["n_missed_modes"] == 0
+    diag = est.diagnostics
+    halves = diag["log_z_cluster_0"] - diag["log_z_cluster_1"]
+    assert_log_z((halves, np.hypot(diag["se_cluster_0"], diag["se_cluster_1"])), 0.0, abs_tol=0.15)
+    assert_log_z(est, case.log_z, abs_tol=0.15, label="symmetric mixture")
+    again = log_evidence(  # the user's draws, through posterior=: the same estimate
+        pme.sample_evidence(case.model, method="bridge", posterior=out, random_seed=1)
+    )
+    assert again.log_z == est.log_z and again.se == est.se
+
+
+def test_phase_transition_missed_spike_is_added_with_warning():
+    """A spike holding 90 % of Z inside a broad bump: NUTS stays in the bump (log 0.1 =
+    -2.30 alone); the ascent from the bump's mean finds the spike and adds its mass."""
+    case = T.phase_transition_centred()
+    with pytest.warns(CrossCheckWarning, match=r"missed a mode holding 9\d(\.\d)? % of"):
+        out = pme.sample_evidence(case.model, method="bridge", random_seed=1, progressbar=False)
+    est = log_evidence(out)
+    assert est.diagnostics["n_missed_modes"] == 1 and est.diagnostics["n_clusters"] == 1
+    assert est.diagnostics["missed_mode_log_mass"] == pytest.approx(np.log(0.9), abs=0.05)
+    assert_log_z(est, case.log_z, abs_tol=0.15, label="centred phase transition")
+
+
+def test_unimodal_unchanged():
+    """One cluster, no missed mode: bit for bit the plain bridge estimate of all draws."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0, shape=3)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.5, -1.0, 2.0]))
+    truth = float(stats.multivariate_normal(np.zeros(3), 5.0 * np.eye(3)).logpdf([0.5, -1.0, 2.0]))
+    kwargs = dict(tune=300, chains=3, random_seed=SEED, compute_convergence_checks=False)
+    idata = pm.sample(400, progressbar=False, model=model, **kwargs)
+    problem = EvidenceProblem.build(model, random_seed=5, base=None, reparam=None)
+    options = dict(bridge_method.OPTIONS)
+    result = bridge_method.bridge_parts(problem, idata, options)
+    x = bridge_method._posterior_draws(idata, problem.space)
+    plain, _, _ = bridge_method._estimate(problem.log_f, x, options, problem.rng("method"))
+    est = result.estimate
+    assert (est.log_z, est.se) == (plain.log_z, plain.se)
+    assert np.array_equal(est.per_chain_log_z, plain.per_chain_log_z)
+    assert (est.diagnostics["n_clusters"], est.diagnostics["n_missed_modes"]) == (1.0, 0.0)
+    assert not [w for w in est.warnings if "missed a mode" in w]
+    assert_log_z(est, truth, abs_tol=0.1)
+
+
+def test_mirror_mode_no_chain_entered():
+    """y ~ N(theta^2, 1): seed 2 leaves all four chains at theta > 0 (pooled bridge was
+    log 2 low, no warning); an ascent from a prior draw finds theta < 0 and adds it."""
+    case = T.bimodal_1d()
+    with pytest.warns(CrossCheckWarning, match="missed a mode holding"):
+        out = pme.sample_evidence(case.model, method="bridge", random_seed=2, progressbar=False)
+    est = log_evidence(out)
+    assert est.diagnostics["n_missed_modes"] == 1 and est.diagnostics["n_clusters"] == 1
+    assert est.diagnostics["missed_mode_log_mass"] == pytest.approx(
+        case.log_z - np.log(2), abs=0.05
+    )
+    assert_log_z(est, case.log_z, abs_tol=0.15, label="bimodal, one mode sampled")
