@@ -15,6 +15,7 @@ process, whatever ran before.
 from __future__ import annotations
 
 import hashlib
+import logging
 import weakref
 from dataclasses import dataclass, field
 
@@ -28,7 +29,7 @@ from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
-from .transforms.reparam import reparam_info, reparametrize
+from .transforms.reparam import centred_scales, reparam_info, reparametrize
 
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
@@ -43,6 +44,7 @@ REFERENCE_TARGET_ACCEPT = 0.95
 #: some large models; the Laplace Gaussian needs one L-BFGS run and a Hessian).
 BASE_CHOICES = ("auto", "advi", "fullrank_advi", "prior")
 FULLRANK_MAX_DIM = 30
+_log = logging.getLogger("pymc_evidence")
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
 _UNIT_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -229,8 +231,7 @@ class EvidenceProblem:
             return self.base_spec
         method, extra = self.base_spec, {}
         if method == "auto":
-            method = "fullrank_advi" if self.space.ndim <= FULLRANK_MAX_DIM else "advi"
-            extra = {"laplace": method == "advi"}
+            method, extra = self._auto_base()
         return fit_base(
             method,
             **extra,
@@ -239,6 +240,22 @@ class EvidenceProblem:
             potentials=self.potentials,
             **{"progressbar": self.sampling.progressbar, **self.base_kwargs},
         )
+
+    def _auto_base(self) -> tuple[str, dict]:
+        """``base="auto"``: the prior (proper: :func:`~pymc_evidence.check_model` saw to it)
+        where the model keeps a funnel (a centred scale, see
+        :func:`~pymc_evidence.transforms.reparam.centred_scales`); else full-rank ADVI up
+        to :data:`FULLRANK_MAX_DIM` dimensions, and mean-field ADVI or the Laplace Gaussian
+        above."""
+        funnels = centred_scales(self.model)
+        if funnels:
+            _log.info(
+                "base='auto': annealing from the prior (centred scales: %s)", ", ".join(funnels)
+            )
+            return "prior", {}
+        if self.space.ndim <= FULLRANK_MAX_DIM:
+            return "fullrank_advi", {}
+        return "advi", {"laplace": True}
 
     def density(self) -> BatchedDensity:
         """The batched ``log f``, ``log q`` and gradients (compiled once per model and base)."""

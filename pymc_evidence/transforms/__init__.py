@@ -3,6 +3,6 @@
 from .tempering import CTSpec, continuous_tempering, ct_spec, set_base
 
 __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base"]
-from .reparam import noncentrable, reparam_info, reparametrize  # noqa: E402
+from .reparam import centred_scales, noncentrable, reparam_info, reparametrize  # noqa: E402
 
-__all__ += ["noncentrable", "reparam_info", "reparametrize"]
+__all__ += ["centred_scales", "noncentrable", "reparam_info", "reparametrize"]

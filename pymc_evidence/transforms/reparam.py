@@ -51,7 +51,7 @@ try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
 except ImportError:  # pragma: no cover - older PyTensor (PyMC 5 stacks)
     from pytensor.graph.basic import ancestors
 
-__all__ = ["noncentrable", "reparam_info", "reparametrize"]
+__all__ = ["centred_scales", "noncentrable", "reparam_info", "reparametrize"]
 
 #: Location-scale random variable ops -> (index of loc, index of scale) among dist params.
 _LOC_SCALE = {
@@ -262,6 +262,35 @@ def noncentrable(model: pm.Model | None = None) -> tuple[str, ...]:
     model = pm.modelcontext(model)
     todo, _ = _plan(_to_fgraph(model))
     return tuple(_node_name(node) for node in todo)
+
+
+def centred_scales(model: pm.Model | None = None) -> tuple[str, ...]:
+    """Free location-scale variables whose *scale* depends on other free variables.
+
+    These are the funnels of a model as written (``theta ~ Normal(mu, tau)`` with ``tau``
+    free): where the model keeps them (``reparam=None``, or a scale :func:`reparametrize`
+    cannot prove positive), a base fitted to the posterior never covers the funnel's neck
+    and the particle kernels cannot enter it, so ``base="auto"`` anneals from the prior
+    instead, which covers the neck from the start (as ``pm.sample_smc`` does).
+
+    Examples
+    --------
+    >>> from pymc_evidence.testing import hierarchical_normal
+    >>> centred_scales(hierarchical_normal(J=3, centered=True).model)
+    ('theta',)
+    >>> centred_scales(reparametrize(hierarchical_normal(J=3, centered=True).model))
+    ()
+    """
+    model = pm.modelcontext(model)
+    names = []
+    for node in _to_fgraph(model).toposort():
+        if not isinstance(node.op, ModelFreeRV) or node.op.transform is not None:
+            continue
+        rv_node = node.inputs[0].owner
+        idx = _LOC_SCALE.get(type(rv_node.op)) if rv_node is not None else None
+        if idx is not None and _depends_on_free(rv_node.op.dist_params(rv_node)[idx[1]]):
+            names.append(_node_name(node))
+    return tuple(names)
 
 
 def reparametrize(model: pm.Model | None = None) -> pm.Model:
