@@ -90,8 +90,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def one_seed(model, args, seed) -> dict:
     """Sample once, bridge with every proposal; ``{proposal: result dict}``."""
     import pymc as pm
-
     from pymc_evidence.api.bridge import bridge_sampling
+
     from pymc_evidence.results import log_evidence
 
     t0 = time.perf_counter()

@@ -136,9 +136,15 @@ def assign_shared(shared: dict, values: dict, owner) -> None:
         shared[key].set_value(np.array(value, dtype=np.float64))
 
 
+def graph_form(base) -> str:
+    """Name of the class whose graph ``base`` builds (a subclass such as a Laplace ``Mode``
+    that keeps its parent's ``logp_graph`` shares the parent's compiled graph)."""
+    return next(c for c in type(base).__mro__ if "logp_graph" in vars(c)).__name__
+
+
 def _structure(base) -> tuple:
     shapes = tuple(sorted((k, np.shape(v)) for k, v in base._shared_values.items()))
-    return (type(base).__name__, *shapes)
+    return (graph_form(base), *shapes)
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,7 +25,7 @@ import pytensor.tensor as pt
 from pymc.model.fgraph import clone_model
 from pytensor.graph.replace import graph_replace
 
-from ..base.gaussian import BaseDensity
+from ..base.gaussian import BaseDensity, graph_form
 from ..base.space import model_space
 from ..hygiene import check_model
 
@@ -104,7 +104,7 @@ def _check_layout(base, space):
 
 def _check_structure(old, new):
     """Refuse a base that cannot be written into the shared variables of ``old``."""
-    if type(new) is not type(old):
+    if graph_form(new) != graph_form(old):
         raise TypeError(
             f"cannot swap a {type(old).__name__} for a {type(new).__name__}: the compiled "
             "graph has the old base's form; build a new model (or step) for the new base"
