@@ -36,6 +36,7 @@ from .estimators.diagnostics import (
     WeightWarning,
 )
 from .hygiene import ModelHygieneError, check_model
+from .many import ModelComparison, compare_models
 from .plots import (
     plot_beta_trace,
     plot_compare,
@@ -58,6 +59,7 @@ __all__ = [
     "GaussianBase",
     "GibbsContinuousTempering",
     "MixtureBase",
+    "ModelComparison",
     "ModelHygieneError",
     "ModelWarning",
     "PriorBase",
@@ -69,6 +71,7 @@ __all__ = [
     "bridge_sampling",
     "check_model",
     "compare",
+    "compare_models",
     "continuous_tempering",
     "ct_evidence",
     "error_measures",

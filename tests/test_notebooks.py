@@ -23,7 +23,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO / "notebooks"
-EXPECTED = ("bayes_factors.ipynb", "radon_evidence.ipynb", "tempering_steppers.ipynb")
+EXPECTED = (
+    "bayes_factors.ipynb",
+    "covariate_search.ipynb",
+    "radon_evidence.ipynb",
+    "tempering_steppers.ipynb",
+)
 CELL_TIMEOUT = int(os.environ.get("PME_NOTEBOOK_CELL_TIMEOUT", "900"))  # seconds per cell
 KERNEL_NAME = "pme-notebook-test"
 
