@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pymc as pm
 
+from ..base._compile import resolve_backend, use_backend
 from ..estimators.pooling import cross_check
 from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
@@ -35,6 +36,7 @@ def sample_evidence(
     initvals=None,
     compile_kwargs: dict | None = None,
     idata_kwargs: dict | None = None,
+    backend: str | None = None,
     **method_options,
 ):
     """Estimate the marginal likelihood ``log Z = log p(y | model)`` with a standard error.
@@ -95,6 +97,20 @@ def sample_evidence(
         the base's starting points variable by variable).
         ``idata_kwargs={"log_likelihood": True}`` adds a ``log_likelihood`` group of the
         returned posterior, for any method.
+    backend : {None, "default", "jax"}
+        The PyTensor backend of the batched log density and gradient (all particles in one
+        call) that the particle methods (``smc``, ``arm``, ``ais``, ``rais``, ``bar``,
+        ``lis``) and the ADVI base fit evaluate. ``None`` is PyTensor's default, unless
+        ``compile_kwargs={"mode": "JAX"}`` is given, which means ``"jax"`` (and is then
+        not refused by the particle methods). ``"jax"`` compiles with PyTensor's JAX linker
+        (``mode="JAX"``), so that :func:`jax.jit` runs it on the device jax has, a GPU with
+        ``pip install "jax[cuda12]"``; it needs jax (``pip install pymc_evidence[jax]``),
+        switches on ``jax_enable_x64`` (float64 throughout, as on the default backend) and
+        runs the independent runs of ``smc``/``arm`` in this process (``cores`` is then
+        ignored for them). A model with an op PyTensor cannot run on JAX raises
+        ``NotImplementedError`` naming it (nothing falls back silently: use
+        ``backend=None``). NUTS runs are unaffected: use ``nuts_sampler="numpyro"`` or
+        ``"blackjax"`` (or nutpie) for them.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
         terms as part of the likelihood) and ``reparam`` (``"auto"``, default: work on the
@@ -174,6 +190,7 @@ def sample_evidence(
     names = [method] if isinstance(method, str) or method is None else list(method)
     specs = [get_method(name) for name in names]
     per_method = _split_options(specs, method_options)
+    backend, compile_kwargs = _backend_of(backend, compile_kwargs, specs)
     sampling = SamplingArgs.from_call(
         draws=draws,
         tune=tune,
@@ -188,12 +205,15 @@ def sample_evidence(
         idata_kwargs=idata_kwargs,
     )
     check_sampling(specs, sampling)
-    problem = _problem(model, random_seed, sampling, per_method)
-    results = []
-    for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
-        problem.method_slot = slot  # independent random numbers for each method
-        results.append(spec.run(problem, options))
+    with use_backend(backend):
+        problem = _problem(model, random_seed, sampling, per_method)
+        results = []
+        for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
+            problem.method_slot = slot  # independent random numbers for each method
+            results.append(spec.run(problem, options))
     attrs = _call_attrs(problem)
+    if backend != "default":
+        attrs["backend"] = backend
     if len(results) == 1:
         result = results[0]
         attrs.update(result.attrs)
@@ -203,6 +223,18 @@ def sample_evidence(
         attrs["methods"] = ",".join(names)
         out = assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
     return with_log_likelihood(out, problem)
+
+
+def _backend_of(backend, compile_kwargs, specs):
+    """``(backend, compile_kwargs)`` checked: ``compile_kwargs={"mode": "JAX"}`` alone, for
+    methods that run no NUTS, selects the JAX backend and is used up (the NUTS arguments
+    are otherwise refused by those methods); with NUTS runs it also reaches them."""
+    backend = resolve_backend(backend, compile_kwargs)
+    only_mode = compile_kwargs is not None and set(compile_kwargs) == {"mode"}
+    by_mode = only_mode and resolve_backend(None, compile_kwargs) == "jax"
+    if by_mode and all(spec.nuts == "none" for spec in specs):
+        compile_kwargs = None
+    return backend, compile_kwargs
 
 
 def _split_options(specs, given: dict) -> list[dict]:

@@ -5,6 +5,11 @@ vector and vectorises both over the rows of a matrix (:func:`pytensor.graph.repl
 vectorize_graph`), cached per model. PyMC's parameter checks are first turned into ``-inf``
 switches, so one row outside the support gives ``-inf`` for that row only. ADVI evaluates
 all restarts and Monte Carlo draws of a step with one call.
+
+The function is compiled on PyTensor's default backend or, with ``backend="jax"`` (or
+inside :func:`~pymc_evidence.base._compile.use_backend`), on its JAX linker, whose
+:func:`jax.jit` runs it on the device jax has (a GPU with the CUDA build of jax);
+``jax_enable_x64`` is then switched on, so the values are float64 on either backend.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytensor.tensor as pt
 
-from ._compile import checks_to_ninf, compile_rows
+from ._compile import checks_to_ninf, compile_rows, current_backend, resolve_backend
 from .space import ModelSpace
 
 __all__ = ["BatchedLogp", "batched_logp"]
@@ -35,10 +40,13 @@ class BatchedLogp:
     vectorized : bool
         True when one compiled function evaluates all rows; False when a single-point
         function is called row by row (the fallback when vectorization fails).
+    backend : str
+        ``"default"`` or ``"jax"``: the PyTensor backend it was compiled with.
     """
 
     vectorized: bool
     _fn: object = field(repr=False)
+    backend: str = "default"
 
     def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log f (n,), grad log f (n, d))`` at the rows of ``xs`` (n, d); non-finite
@@ -64,13 +72,15 @@ def _point_graph(space: ModelSpace):
     return flat, [logp, pt.grad(logp, flat)]
 
 
-def _compile_batched(space: ModelSpace, vectorize: bool):
+def _compile_batched(space: ModelSpace, vectorize: bool, backend: str):
     flat, outputs = _point_graph(space)
-    what = "ADVI"
-    return compile_rows(flat, outputs, vectorize=vectorize, what=what)
+    what = "ADVI and the particle methods"
+    return compile_rows(
+        flat, outputs, vectorize=vectorize, what=what, backend=backend, ndim=space.ndim
+    )
 
 
-def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
+def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> BatchedLogp:
     """The (cached) batched log density and gradient of a model's raveled space.
 
     Parameters
@@ -80,11 +90,24 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
         Vectorize over rows with :func:`~pytensor.graph.replace.vectorize_graph`. If False,
         or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
         are evaluated in a Python loop by a single-point function.
+    backend : {None, "default", "jax"}
+        The PyTensor backend; None takes the one of the context
+        (:func:`~pymc_evidence.base._compile.use_backend`, ``"default"`` outside one).
+        ``"jax"`` compiles with ``mode="JAX"`` after switching on ``jax_enable_x64``
+        (values stay float64) and needs jax (``pip install pymc_evidence[jax]``).
 
     Returns
     -------
     BatchedLogp
-        Compiled once per model (and ``vectorize``) and cached while the model lives.
+        Compiled once per model, ``vectorize`` and backend, and cached while the model
+        lives.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend.
+    NotImplementedError
+        ``"jax"`` for a model with an op PyTensor cannot run on JAX (the message names it).
 
     Examples
     --------
@@ -96,11 +119,12 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True) -> BatchedLogp:
     >>> bool(np.allclose(logp, -1.0 - np.log(2 * np.pi))), bool(np.allclose(grad, -1.0))
     (True, True)
     """
+    backend = current_backend() if backend is None else resolve_backend(backend)
     per_model = _CACHE.setdefault(space.model, {})
-    key = bool(vectorize)
+    key = (bool(vectorize), backend)
     if key not in per_model:
-        vectorized, fn = _compile_batched(space, key)
-        per_model[key] = BatchedLogp(vectorized=vectorized, _fn=fn)
+        vectorized, fn = _compile_batched(space, *key)
+        per_model[key] = BatchedLogp(vectorized=vectorized, _fn=fn, backend=backend)
     return per_model[key]
 
 

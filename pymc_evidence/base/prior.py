@@ -144,7 +144,7 @@ def _prior_logp_fn(space: ModelSpace):
     model = space.model
     flat, graph = space.on_flat(model.logp(vars=model.free_RVs, jacobian=True))
     graph = pt.cast(checks_to_ninf(graph), "float64")
-    vectorized, fn = compile_rows(flat, graph, what="the prior base")
+    vectorized, fn = compile_rows(flat, graph, what="the prior base", ndim=space.ndim)
     return fn, vectorized
 
 

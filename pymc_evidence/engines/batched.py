@@ -29,7 +29,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..base._compile import checks_to_ninf, compile_rows
+from ..base._compile import checks_to_ninf, compile_rows, current_backend
 from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
@@ -167,7 +167,7 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
 def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, vectorize: bool):
     flat, outputs = _single_point_graphs(model, base, space, shared)
     what = "every particle method"
-    return compile_rows(flat, outputs, vectorize=vectorize, what=what)
+    return compile_rows(flat, outputs, vectorize=vectorize, what=what, ndim=space.ndim)
 
 
 def batched_log_densities(
@@ -215,7 +215,7 @@ def batched_log_densities(
     space = model_space(model)
     _check_layout(base, space)
     per_model = _CACHE.setdefault(model, weakref.WeakKeyDictionary())
-    key = (bool(vectorize),)
+    key = (bool(vectorize), current_backend())  # the backend of use_backend()
     per_base = per_model.setdefault(base, {})
     if key not in per_base:
         if hasattr(base, "logp_grad"):  # Gaussian and mixture bases: one compile per model

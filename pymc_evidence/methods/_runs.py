@@ -18,6 +18,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
+from ..base._compile import current_backend
+
 __all__ = ["map_runs", "n_workers"]
 
 #: The job the forked workers run: ``(run_one, density)``, set just before they start.
@@ -26,14 +28,15 @@ _JOB: tuple | None = None
 
 def n_workers(cores: int | None, n_runs: int) -> int:
     """Worker processes for ``n_runs`` runs: ``cores`` (default ``min(4, cpu count)`` as
-    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable.
+    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable, and on
+    the JAX backend (a forked copy of a process that ran JAX deadlocks; jax uses the cores).
 
     Examples
     --------
     >>> n_workers(1, 4)
     1
     """
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or current_backend() == "jax":
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))

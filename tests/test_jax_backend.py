@@ -1,0 +1,150 @@
+"""The particle methods' batched density on PyTensor's JAX backend (``backend="jax"``).
+
+jax is in the ``test`` extra, so these tests run in CI on both stacks; the importorskip only
+spares users who run the suite without the ``jax`` extra.
+"""
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from _accuracy import assert_log_z
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+import pymc_evidence as pme
+from pymc_evidence.base import model_space
+from pymc_evidence.base._compile import (
+    BACKENDS,
+    compile_rows,
+    current_backend,
+    resolve_backend,
+    use_backend,
+)
+from pymc_evidence.base.batched_logp import batched_logp
+from pymc_evidence.compat import get_group
+from pymc_evidence.methods._runs import n_workers
+from pymc_evidence.testing import beta_bernoulli, conjugate_regression
+
+jax = pytest.importorskip("jax")
+
+
+def _outside_support():
+    """A model whose unconstrained space holds points outside a parameter's support: the
+    noise scale ``s`` has a Normal prior, so rows with ``s <= 0`` have log density -inf."""
+    with pm.Model() as model:
+        s = pm.TruncatedNormal("s", 1.0, 0.5, lower=-5.0)  # its support reaches s < 0
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        pm.Normal("y", mu.sum(), s, observed=[0.3, -0.2, 0.5])
+    return model
+
+
+def _correlated():
+    """A multivariate normal with an LKJ Cholesky factor: batched, its Cholesky and
+    triangular solves are ``Blockwise`` ops, which JAX runs by ``jax.vmap``."""
+    sd = pm.Exponential.dist(1.0, shape=3)
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("c", n=3, eta=2.0, sd_dist=sd, compute_corr=True)
+        mu = pm.Normal("mu", 0.0, 1.0, shape=3)
+        y = np.random.default_rng(0).normal(size=(10, 3))
+        pm.MvNormal("y", mu, chol=chol, observed=y)
+    return model
+
+
+_MODELS = {
+    "correlated": _correlated,
+    "regression": lambda: conjugate_regression(d=3).model,
+    "beta_bernoulli": lambda: beta_bernoulli(n=10, heads=3).model,  # logit-transformed p
+    "outside_support": _outside_support,
+}
+
+
+@pytest.mark.parametrize("name", ["regression", "beta_bernoulli", "outside_support", "correlated"])
+def test_batched_logp_matches_default_backend(name):
+    space = model_space(_MODELS[name]())
+    rows = np.random.default_rng(0).normal(0.0, 2.0, size=(37, space.ndim))
+    default, on_jax = batched_logp(space), batched_logp(space, backend="jax")
+    assert on_jax is not default and on_jax.backend == "jax" and on_jax.vectorized
+    logp, grad = default(rows)
+    logp_jax, grad_jax = on_jax(rows)
+    assert type(logp_jax) is np.ndarray and logp_jax.dtype == np.float64
+    assert logp_jax.shape == (37,) and grad_jax.shape == (37, space.ndim)
+    finite = np.isfinite(logp)
+    np.testing.assert_array_equal(np.isfinite(logp_jax), finite)
+    if name == "outside_support":
+        assert 0 < finite.sum() < len(rows)  # rows with s < 0 are -inf, the others not
+        assert np.all(logp_jax[~finite] == -np.inf)
+    np.testing.assert_allclose(logp_jax[finite], logp[finite], rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(grad_jax[finite], grad[finite], rtol=1e-8, atol=1e-8)
+    for n in (1, 8, 9) if name != "correlated" else ():  # padded to 8, 8, 16 rows, cut back
+        np.testing.assert_allclose(on_jax(rows[:n])[0], logp_jax[:n], rtol=1e-12)
+
+
+def test_use_backend_sets_the_cached_function_and_keeps_runs_in_process():
+    space = model_space(beta_bernoulli(n=10, heads=3).model)
+    with use_backend("jax"):
+        assert current_backend() == "jax"
+        assert batched_logp(space) is batched_logp(space, backend="jax")
+        assert n_workers(4, 4) == 1  # a fork of a process that ran JAX deadlocks
+    assert current_backend() == "default"
+    assert batched_logp(space).backend == "default"
+    assert jax.config.jax_enable_x64
+
+
+def test_smc_on_jax_matches_exact_and_default_backend():
+    system = beta_bernoulli(n=20, heads=6)
+    kwargs = dict(method="smc", n_particles=300, n_runs=3, random_seed=5, progressbar=False)
+    on_jax = pme.sample_evidence(system.model, backend="jax", **kwargs)
+    assert get_group(on_jax, "log_evidence").attrs["backend"] == "jax"
+    est_jax = pme.log_evidence(on_jax)
+    assert_log_z(est_jax, system.log_z, abs_tol=0.15, label="smc on jax")
+    default = pme.sample_evidence(system.model, cores=1, **kwargs)  # no fork after jax ran
+    assert "backend" not in get_group(default, "log_evidence").attrs
+    est = pme.log_evidence(default)
+    combined = float(np.hypot(est.se, est_jax.se))
+    assert abs(est_jax.log_z - est.log_z) <= 4 * combined, (est_jax, est)
+    by_mode = pme.sample_evidence(system.model, compile_kwargs={"mode": "JAX"}, **kwargs)
+    assert pme.log_evidence(by_mode).log_z == pytest.approx(est_jax.log_z, abs=1e-9)
+
+
+def test_backend_names_are_checked():
+    assert resolve_backend(None, {"mode": "JAX"}) == "jax"
+    assert resolve_backend(None, {"mode": "NUMBA"}) == "default"
+    with pytest.raises(ValueError, match="backend must be one of") as info:
+        pme.sample_evidence(beta_bernoulli(n=5).model, backend="cuda", progressbar=False)
+    assert all(name in str(info.value) for name in BACKENDS)
+
+
+def test_missing_jax_is_an_import_error(monkeypatch):
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jax" else find_spec(name, *a)
+    )
+    with pytest.raises(ImportError, match=r"pip install pymc_evidence\[jax\]"):
+        pme.sample_evidence(beta_bernoulli(n=5).model, backend="jax", progressbar=False)
+
+
+class _NoJax(Op):
+    """An op with a Python implementation only (no JAX conversion)."""
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = 2.0 * inputs[0]
+
+
+def test_op_without_jax_implementation_is_named():
+    flat = pt.vector("x", dtype="float64")
+    graph = [pt.sum(_NoJax()(flat) ** 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the op may not vectorize: one row at a time then
+        vectorized, fn = compile_rows(flat, graph, what="a test", backend="default", ndim=2)
+        assert np.allclose(fn(np.ones((3, 2))) if vectorized else fn(np.ones(2)), 8.0)
+        with pytest.raises(NotImplementedError, match="_NoJax") as info:
+            compile_rows(flat, graph, what="a test", backend="jax", ndim=2)
+    assert "backend=None" in str(info.value)
