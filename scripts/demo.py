@@ -12,6 +12,7 @@ probabilities under equal prior odds, each with its standard error).
 
 Run with ``make demo`` or ``python scripts/demo.py --help``. Takes a few minutes on a
 2-core machine; the first run also spends time compiling (PyTensor's cache is reused later).
+``--method ct`` runs continuous tempering instead of the default SMC.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ ALL_MODELS = ("pooled", "unpooled", "varying_intercept", "varying_intercept_slop
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Compare radon models by their marginal likelihood (continuous tempering).",
+        description="Compare radon models by their marginal likelihood.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--draws", type=int, default=1000, help="draws per chain")
-    parser.add_argument("--tune", type=int, default=1000, help="tuning steps per chain")
-    parser.add_argument("--chains", type=int, default=2, help="independent chains per model")
+    parser.add_argument(
+        "--method", default="smc", help="evidence method (one of pymc_evidence.METHODS)"
+    )
+    parser.add_argument("--draws", type=int, default=None, help="draws (method default if unset)")
+    parser.add_argument("--tune", type=int, default=None, help="tuning steps (method default)")
+    parser.add_argument("--chains", type=int, default=None, help="chains or runs (method default)")
     parser.add_argument("--seed", type=int, default=2007, help="random seed (model i uses seed+i)")
     parser.add_argument(
         "--models",
@@ -66,11 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Python {sys.version.split()[0]}, PyMC {pm.__version__}, pymc_evidence {pme.__version__}"
     )
+    if args.method not in pme.METHODS:
+        print(f"--method: unknown {args.method!r}; choose from {', '.join(pme.METHODS)}")
+        return 2
+    settings = {k: getattr(args, k) for k in ("draws", "tune", "chains")}
+    settings = {k: v for k, v in settings.items() if v is not None}
+    sizes = "".join(f", {k}={v}" for k, v in settings.items()) or " at its default settings"
     data = load_radon()
     models = radon_models(data)
     print(
         f"Minnesota radon: {len(data)} houses in {len(data.attrs['counties'])} counties; "
-        f"method ct, {args.chains} chains x {args.draws} draws (+{args.tune} tune)\n"
+        f"method {args.method}{sizes}\n"
     )
 
     results = {}
@@ -81,10 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         idata = pme.sample_evidence(
             model=model,
-            method="ct",
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
+            method=args.method,
+            **settings,
             random_seed=args.seed + i,
             progressbar=not args.no_progressbar,
         )
