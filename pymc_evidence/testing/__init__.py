@@ -22,6 +22,7 @@ from pymc_evidence.testing.hard import (
     ring,
     symmetric_mixture,
 )
+from pymc_evidence.testing.hard_hierarchical import centred_radon_slopes, noncentred_radon_slopes
 from pymc_evidence.testing.models import (
     ALL_MODELS,
     AnalyticModel,
@@ -45,8 +46,10 @@ __all__ = [
     "HARD_MODELS",
     "bimodal_1d",
     "centred_radon_intercepts",
+    "centred_radon_slopes",
     "hierarchical_normal_cauchy",
     "noncentred_radon_intercepts",
+    "noncentred_radon_slopes",
     "phase_transition",
     "phase_transition_centred",
     "prior_conflict",

@@ -1,12 +1,15 @@
 """Hard analytic hierarchical systems: heavy-tailed scales and centred funnels.
 
 Part of :mod:`pymc_evidence.testing.hard`: the eight-schools model with a ``HalfCauchy``
-scale prior (``log_z`` by quadrature over the scale) and the radon varying-intercept model
-in centred and non-centred form (``log_z`` from :mod:`pymc_evidence.testing.radon_exact`).
+scale prior (``log_z`` by quadrature over the scale), the radon varying-intercept model
+in centred and non-centred form (``log_z`` from :mod:`pymc_evidence.testing.radon_exact`) and
+the radon varying-intercepts-and-slopes model in both forms (``log_z`` from
+:mod:`pymc_evidence.testing.radon_slopes_exact`; not in ``HARD_MODELS``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -24,8 +27,10 @@ from pymc_evidence.testing.models import (
 
 __all__ = [
     "centred_radon_intercepts",
+    "centred_radon_slopes",
     "hierarchical_normal_cauchy",
     "noncentred_radon_intercepts",
+    "noncentred_radon_slopes",
 ]
 
 
@@ -165,3 +170,98 @@ def noncentred_radon_intercepts(data=None) -> AnalyticModel:
     True
     """
     return _radon_intercepts(False, data)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_radon_slopes_log_z() -> float:
+    """``radon_slopes_log_z()`` on the default radon data, computed once per process."""
+    from pymc_evidence.testing.radon_slopes_exact import radon_slopes_log_z
+
+    return radon_slopes_log_z()
+
+
+def _radon_slopes(centered: bool, data=None) -> AnalyticModel:
+    from pymc_evidence.datasets import _county_coding, load_radon, radon_models
+    from pymc_evidence.testing.radon_slopes_exact import radon_slopes_log_z
+
+    log_z = _default_radon_slopes_log_z() if data is None else radon_slopes_log_z(data)
+    data = load_radon() if data is None else data
+    if not centered:
+        model = radon_models(data)["varying_intercept_slope"]
+    else:
+        idx, counties = _county_coding(data)
+        floor = data["floor"].to_numpy(np.float64)
+        y = data["log_radon"].to_numpy(np.float64)
+        coef_sd, group_sd = _f64(10.0), _f64(1.0)
+        with pm.Model(coords={"county": list(counties), "obs_id": np.arange(y.size)}) as model:
+            mu_alpha = pm.Normal("mu_alpha", mu=_f64(0.0), sigma=coef_sd)
+            sigma_alpha = pm.HalfNormal("sigma_alpha", sigma=group_sd)
+            alpha = pm.Normal("alpha", mu=mu_alpha, sigma=sigma_alpha, dims="county")
+            mu_beta = pm.Normal("mu_beta", mu=_f64(0.0), sigma=coef_sd)
+            sigma_beta = pm.HalfNormal("sigma_beta", sigma=group_sd)
+            beta = pm.Normal("beta", mu=mu_beta, sigma=sigma_beta, dims="county")
+            sigma_y = pm.HalfNormal("sigma_y", sigma=_f64(5.0))
+            mu = alpha[idx] + beta[idx] * floor
+            pm.Normal("log_radon", mu=mu, sigma=sigma_y, observed=y, dims="obs_id")
+    kind = "centred" if centered else "non-centred"
+    form = "" if centered else " as mu + sigma * (z_alpha, z_beta)"
+    description = (
+        f"Radon varying intercepts and floor slopes, {kind} (alpha_c ~ N(mu_alpha, sigma_alpha^2)"
+        f", beta_c ~ N(mu_beta, sigma_beta^2){form}), priors as datasets.radon_models. Exact "
+        "log Z: Gaussian coefficients integrated in closed form, (sigma_alpha, sigma_beta, "
+        "sigma_y) by converged 3-D Simpson's rule."
+    )
+    name = "radon_slopes_" + ("centred" if centered else "noncentred")
+    return AnalyticModel(name, model, log_z, description, _data(n_obs=len(data)))
+
+
+def centred_radon_slopes(data=None) -> AnalyticModel:
+    """Radon varying intercepts and floor slopes, both centred (two funnels).
+
+    ``alpha_c ~ N(mu_alpha, sigma_alpha^2)`` and ``beta_c ~ N(mu_beta, sigma_beta^2)``
+    directly, with the priors of :func:`pymc_evidence.datasets.radon_models`
+    (``varying_intercept_slope``), so it has the same evidence; ``log_z`` from
+    :func:`pymc_evidence.testing.radon_slopes_exact.radon_slopes_log_z` (cached for the
+    default data).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, optional
+        Radon data (default :func:`pymc_evidence.datasets.load_radon`).
+
+    Returns
+    -------
+    AnalyticModel
+        Free ``mu_alpha``, ``sigma_alpha``, ``alpha``, ``mu_beta``, ``sigma_beta``, ``beta``
+        (85 counties each) and ``sigma_y``.
+
+    Examples
+    --------
+    >>> from pymc_evidence.testing import centred_radon_slopes
+    >>> round(centred_radon_slopes().log_z, 3)
+    -1063.11
+    """
+    return _radon_slopes(True, data)
+
+
+def noncentred_radon_slopes(data=None) -> AnalyticModel:
+    """``radon_models()["varying_intercept_slope"]`` (non-centred) with its exact ``log_z``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, optional
+        Radon data (default :func:`pymc_evidence.datasets.load_radon`).
+
+    Returns
+    -------
+    AnalyticModel
+        The same evidence as :func:`centred_radon_slopes`.
+
+    Examples
+    --------
+    >>> from pymc_evidence.testing import noncentred_radon_slopes
+    >>> system = noncentred_radon_slopes()
+    >>> round(system.log_z, 3), "z_beta" in system.model.named_vars
+    (-1063.11, True)
+    """
+    return _radon_slopes(False, data)
