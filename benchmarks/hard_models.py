@@ -3,7 +3,8 @@
 
 Models: the systems of :mod:`pymc_evidence.testing.hard` (``HARD_MODELS``: HalfCauchy eight
 schools, 1-D bimodal, symmetric 5-D mixture, phase transition, prior conflict, ring, radon
-varying intercepts centred / non-centred) plus ``hierarchical_normal`` (centred). Every
+varying intercepts centred / non-centred) plus ``hierarchical_normal`` (centred) and the
+radon varying intercepts and slopes, centred and non-centred (175 parameters). Every
 ``log_z`` is exact (closed form or converged quadrature, checked in
 ``tests/test_hard_models.py``).
 
@@ -44,9 +45,19 @@ from _common import failure, parse_list, quiet_logs  # noqa: E402
 
 def model_factories() -> dict:
     """Benchmark model name -> factory returning an ``AnalyticModel``."""
-    from pymc_evidence.testing import HARD_MODELS, hierarchical_normal
+    from pymc_evidence.testing import (
+        HARD_MODELS,
+        centred_radon_slopes,
+        hierarchical_normal,
+        noncentred_radon_slopes,
+    )
 
-    return {**HARD_MODELS, "hierarchical_normal": lambda: hierarchical_normal(centered=True)}
+    return {
+        **HARD_MODELS,
+        "hierarchical_normal": lambda: hierarchical_normal(centered=True),
+        "radon_slopes_centred": centred_radon_slopes,
+        "radon_slopes_noncentred": noncentred_radon_slopes,
+    }
 
 
 def all_methods() -> list[str]:
