@@ -93,8 +93,16 @@ def hierarchical_normal_cauchy(J: int = 8, seed: int = 0, centered: bool = True)
     return AnalyticModel(name, model, log_z, description, data)
 
 
+def _radon_arrays(data):
+    """County codes, county names, floor indicator and log radon of ``data``."""
+    from pymc_evidence.datasets import _county_coding
+
+    idx, counties = _county_coding(data)
+    return idx, counties, data["floor"].to_numpy(np.float64), data["log_radon"].to_numpy(np.float64)
+
+
 def _radon_intercepts(centered: bool, data=None) -> AnalyticModel:
-    from pymc_evidence.datasets import _county_coding, load_radon, radon_models
+    from pymc_evidence.datasets import load_radon, radon_models
     from pymc_evidence.testing.radon_exact import radon_intercepts_log_z
 
     data = load_radon() if data is None else data
@@ -102,9 +110,7 @@ def _radon_intercepts(centered: bool, data=None) -> AnalyticModel:
     if not centered:
         model = radon_models(data)["varying_intercept"]
     else:
-        idx, counties = _county_coding(data)
-        floor = data["floor"].to_numpy(np.float64)
-        y = data["log_radon"].to_numpy(np.float64)
+        idx, counties, floor, y = _radon_arrays(data)
         with pm.Model(coords={"county": list(counties), "obs_id": np.arange(y.size)}) as model:
             mu_alpha = pm.Normal("mu_alpha", mu=_f64(0.0), sigma=_f64(10.0))
             sigma_alpha = pm.HalfNormal("sigma_alpha", sigma=_f64(1.0))
@@ -181,7 +187,7 @@ def _default_radon_slopes_log_z() -> float:
 
 
 def _radon_slopes(centered: bool, data=None) -> AnalyticModel:
-    from pymc_evidence.datasets import _county_coding, load_radon, radon_models
+    from pymc_evidence.datasets import load_radon, radon_models
     from pymc_evidence.testing.radon_slopes_exact import radon_slopes_log_z
 
     log_z = _default_radon_slopes_log_z() if data is None else radon_slopes_log_z(data)
@@ -189,9 +195,7 @@ def _radon_slopes(centered: bool, data=None) -> AnalyticModel:
     if not centered:
         model = radon_models(data)["varying_intercept_slope"]
     else:
-        idx, counties = _county_coding(data)
-        floor = data["floor"].to_numpy(np.float64)
-        y = data["log_radon"].to_numpy(np.float64)
+        idx, counties, floor, y = _radon_arrays(data)
         coef_sd, group_sd = _f64(10.0), _f64(1.0)
         with pm.Model(coords={"county": list(counties), "obs_id": np.arange(y.size)}) as model:
             mu_alpha = pm.Normal("mu_alpha", mu=_f64(0.0), sigma=coef_sd)
