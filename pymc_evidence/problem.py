@@ -34,7 +34,7 @@ from .transforms.reparam import centred_scales, reparam_info, reparametrize
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
-STREAMS = ("base", "nuts", "method", "resample", "init")
+STREAMS = ("base", "nuts", "method", "resample", "init", "pilot")
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`

@@ -206,46 +206,49 @@ def progress_bar(
 
 
 class SMCBars:
-    """The bars of :func:`smc_progress`, one per SMC run."""
+    """The bars of :func:`smc_progress`, one per SMC run (run ``-1``: the pilot run)."""
 
-    def __init__(self, bars: list):
-        self._bars = bars
+    def __init__(self, bars: list, labels: list[str], offset: int = 0):
+        self._bars, self._labels, self._offset = bars, labels, offset
 
     def callback_for(self, run: int):
         """The engine callback ``callback(beta, stage)`` of run ``run`` (None: no bar)."""
-        bar = self._bars[run]
+        bar, label = self._bars[run + self._offset], self._labels[run + self._offset]
         if bar is None:
             return None
 
         def update(beta, stage):
-            bar(beta, description=f"SMC run {run}, stage {stage}")
+            bar(beta, description=f"{label}, stage {stage}")
 
         return update
 
     def done(self, run: int) -> None:
         """Show run ``run`` as finished (e.g. one that ran in a worker process)."""
-        bar = self._bars[run]
+        bar = self._bars[run + self._offset]
         if bar is not None:
             bar(1.0)
             bar.flush()
 
 
 @contextmanager
-def smc_progress(enabled: bool, n_runs: int, *, console=None) -> Iterator[SMCBars]:
+def smc_progress(
+    enabled: bool, n_runs: int, *, pilot: bool = False, console=None
+) -> Iterator[SMCBars]:
     """SMC's bars, one per run, in ``beta`` from 0 to 1; yields an :class:`SMCBars`.
 
     Its ``callback_for(run)`` is the engine callback of run ``run``, called as
     ``callback(beta, stage)`` (:func:`~pymc_evidence.engines.smc.run_resample_move`), and
     ``None`` when not ``enabled``; ``done(run)`` fills the bar of a finished run. The bars
-    show ``SMC run r, stage s``, the bar, ``beta`` and the elapsed time.
+    show ``SMC run r, stage s``, the bar, ``beta`` and the elapsed time; with ``pilot`` a
+    first bar, run ``-1``, shows the pilot run that sets the schedule.
 
     Examples
     --------
-    >>> with smc_progress(False, 2) as bars:
-    ...     bars.callback_for(0) is None
+    >>> with smc_progress(False, 2, pilot=True) as bars:
+    ...     bars.callback_for(-1) is None
     True
     """
-    labels = [f"SMC run {r}" for r in range(int(n_runs))]
+    labels = ["SMC pilot"] * bool(pilot) + [f"SMC run {r}" for r in range(int(n_runs))]
     with progress_bars(
         labels,
         [1.0] * len(labels),
@@ -254,4 +257,4 @@ def smc_progress(enabled: bool, n_runs: int, *, console=None) -> Iterator[SMCBar
         remaining=False,
         console=console,
     ) as bars:
-        yield SMCBars(bars)
+        yield SMCBars(bars, labels, int(bool(pilot)))

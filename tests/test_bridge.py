@@ -168,7 +168,9 @@ def test_warp3_symmetrises_skewed_sample():
     mean, chol = warp3_moments(x)
     eta = warp3_standardize(x, mean, chol)
     np.testing.assert_allclose(eta.mean(0), 0.0, atol=1e-10)
-    np.testing.assert_allclose(np.cov(eta, rowvar=False, bias=True), np.eye(2), atol=1e-10)
+    # the correlations of the standardisation are shrunk (independent columns: to zero), so
+    # the standardised draws are uncorrelated up to sampling noise, not exactly
+    np.testing.assert_allclose(np.cov(eta, rowvar=False, bias=True), np.eye(2), atol=0.02)
     assert np.all(stats.skew(eta) > 1.5)
     flipped = warp3_standardize(x, mean, chol, rng=rng)
     assert np.all(np.abs(stats.skew(flipped)) < 0.15 * stats.skew(eta))

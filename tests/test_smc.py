@@ -165,6 +165,27 @@ def test_engine_determinism_and_arm_off_reproduces_smc(toy):
     assert run(schedule=COARSE, arm=True, max_expansions=0)[0] == plain
 
 
+def test_moves_continue_while_the_log_ratio_is_correlated(toy):
+    """Tiny steps leave log f - log q correlated with its start: moves go on to max_moves;
+    decorrelation=1 (always met) or max_moves=n_moves stop at n_moves."""
+    model, _ = toy
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+
+    def moves(**kwargs):
+        rng = np.random.default_rng(SEED)
+        settings = SMCSettings(schedule=COARSE, n_moves=3, **{"n_leapfrog": 1, **kwargs})
+        _, info = run_resample_move(density, base.sample(200, rng), rng, settings)
+        return info.n_moves
+
+    tiny = moves(step_size=1e-4, step_gain=0.0, max_moves=13)
+    assert tiny[0] == 0 and np.all(tiny[1:] == 13), tiny
+    assert np.all(moves(step_size=1e-4, step_gain=0.0, max_moves=13, decorrelation=1.0)[1:] == 3)
+    assert np.all(moves(max_moves=3)[1:] == 3)
+    # well-sized steps decorrelate a 1-d Gaussian within the first block
+    assert np.all(moves(max_moves=50, n_leapfrog=10)[1:] <= 8)
+
+
 def test_settings_are_checked(toy):
     for bad in (
         {"schedule": "geometric"},
@@ -173,6 +194,8 @@ def test_settings_are_checked(toy):
         {"target_ess": 1.0},
         {"resampling": "multinomial"},
         {"n_moves": 0},
+        {"n_moves": 10, "max_moves": 5},
+        {"decorrelation": 1.5},
     ):
         with pytest.raises(ValueError):
             SMCSettings(**bad).checked_schedule()
@@ -222,7 +245,11 @@ def test_smc_exact_models(name, base, request, advi_bases):
 def test_smc_results_group(regression, tmp_path):
     idata, est = _estimate(regression.model, "smc", base="prior", n_particles=300, n_runs=3)
     group = get_group(idata, "log_evidence")
-    assert group.attrs["method"] == "smc" and group.attrs["schedule"] == "adaptive"
+    assert group.attrs["method"] == "smc" and group.attrs["schedule"] == "pilot"
+    assert group.attrs["pilot_particles"] == 300
+    # every run follows the pilot's schedule
+    np.testing.assert_array_equal(group["beta"].values, group["beta"].values[[0, 0, 0]])
+    np.testing.assert_array_equal(group["beta"].values[0], group.attrs["schedule_betas"])
     assert group["log_marginal_likelihood_chain"].dims == ("run",) and group.sizes["run"] == 3
     for key in ("beta", "log_increment", "ess", "n_particles", "acceptance"):
         assert group[key].dims == ("run", "stage")
@@ -236,6 +263,17 @@ def test_smc_results_group(regression, tmp_path):
     assert posterior["w"].shape == (3, 300, 5)
     back = from_netcdf(to_netcdf(idata, tmp_path / "smc.nc"))
     assert pme.log_evidence(back).log_z == est.log_z
+
+
+def test_adaptive_schedule_per_run_is_still_offered(regression):
+    idata, est = _estimate(
+        regression.model, "smc", base="prior", n_particles=300, n_runs=2, schedule="adaptive"
+    )
+    group = get_group(idata, "log_evidence")
+    assert group.attrs["schedule"] == "adaptive" and "pilot_particles" not in group.attrs
+    assert_log_z(est, regression.log_z, abs_tol=0.15, se_max=0.15)
+    with pytest.raises(ValueError, match="pilot_particles"):
+        _estimate(regression.model, "smc", pilot_particles=1)
 
 
 def test_arm_expands_on_coarse_fixed_schedule(regression, advi_bases):

@@ -164,6 +164,7 @@ STAGE_KEYS = (
     "resampled",
     "acceptance",
     "step_size",
+    "n_moves",
 )
 
 
@@ -197,6 +198,8 @@ class SMCRunInfo:
         at ``beta = 1``).
     step_size : ndarray, shape (S + 1,)
         HMC step size of those moves.
+    n_moves : ndarray, shape (S + 1,)
+        HMC steps per particle at ``beta[t]`` (ARM expansions included; 0 at the start).
     n_stages : int
         ``S``.
     variance_proxy : float
@@ -220,6 +223,7 @@ class SMCRunInfo:
     resampled: np.ndarray
     acceptance: np.ndarray
     step_size: np.ndarray
+    n_moves: np.ndarray
     n_stages: int
     variance_proxy: float
     n_particle_moves: int

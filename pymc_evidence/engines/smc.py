@@ -57,7 +57,10 @@ from ..estimators.smc import (
 from .hmc import State, hmc_step, init_state
 from .records import STAGE_KEYS, SMCRunInfo
 
-__all__ = ["STAGE_KEYS", "SMCSettings", "run_resample_move"]
+__all__ = ["MOVE_BLOCK", "STAGE_KEYS", "SMCSettings", "run_resample_move"]
+
+#: Moves beyond ``n_moves`` come in blocks of this many HMC steps.
+MOVE_BLOCK = 5
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,14 @@ class SMCSettings:
     n_leapfrog : int
         Leapfrog steps per HMC trajectory.
     n_moves : int
-        HMC steps per stage (and per ARM expansion).
+        Fewest HMC steps per stage (and per ARM expansion).
+    max_moves : int
+        Most HMC steps per stage: after ``n_moves``, steps continue (checked every
+        :data:`MOVE_BLOCK`) until the correlation over particles of ``log f - log q``
+        before and after the moves is at most ``decorrelation``. ``max_moves = n_moves``
+        moves a fixed number of steps.
+    decorrelation : float
+        See ``max_moves``.
     target_accept : float
         Acceptance rate the between-stage step-size tuning aims at.
     step_gain : float
@@ -101,6 +111,8 @@ class SMCSettings:
     step_size: float = 0.5
     n_leapfrog: int = 10
     n_moves: int = 10
+    max_moves: int = 50
+    decorrelation: float = 0.1
     target_accept: float = 0.65
     step_gain: float = 1.5
     arm: bool = False
@@ -120,6 +132,8 @@ class SMCSettings:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if self.n_leapfrog < 1 or self.n_moves < 1 or self.max_expansions < 0:
             raise ValueError("n_leapfrog and n_moves must be >= 1, max_expansions >= 0")
+        if self.max_moves < self.n_moves or not 0.0 <= self.decorrelation <= 1.0:
+            raise ValueError("max_moves must be >= n_moves and decorrelation in [0, 1]")
         if self.step_size <= 0:
             raise ValueError("step_size must be positive")
         if isinstance(self.schedule, str):
@@ -145,6 +159,14 @@ def _log_incr(log_ratio: np.ndarray, d_beta: float) -> np.ndarray:
     if d_beta == 0.0:
         return np.zeros_like(log_ratio)
     return np.where(log_ratio == -np.inf, -np.inf, d_beta * log_ratio)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation over the particles where both are finite (0 when one is flat)."""
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep] - np.mean(a[keep]), b[keep] - np.mean(b[keep])
+    denominator = np.sqrt(np.sum(a**2) * np.sum(b**2))
+    return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
 
 
 def _take(state: State, index) -> State:
@@ -177,19 +199,18 @@ class _Kernel:
     particle_moves: int = 0
 
     def move(self, state: State, beta: float) -> tuple[State, list[float]]:
-        acc = []
-        for _ in range(self.settings.n_moves):
+        """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
+        ``log f - log q`` still correlates with its value before the moves."""
+        s, acc, start = self.settings, [], _log_ratio(state)
+        while len(acc) < s.max_moves:
             state, info = hmc_step(
-                state,
-                beta,
-                self.density,
-                self.step_size,
-                self.settings.n_leapfrog,
-                self.rng,
-                scale=self.scale,
+                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
             )
             acc.append(float(np.mean(info.acceptance)))
-        self.particle_moves += state.x.shape[0] * self.settings.n_moves
+            if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
+                if _correlation(start, _log_ratio(state)) <= s.decorrelation:
+                    break
+        self.particle_moves += state.x.shape[0] * len(acc)
         return state, acc
 
     def tune(self, acceptance: list[float]) -> None:
@@ -257,6 +278,7 @@ def _stage(kernel: _Kernel, state, log_w, beta, fixed, rec):
         new_beta = next_beta(beta, _log_ratio(state), log_w, kernel.settings.target_ess)
     state, log_w = _reweight(kernel, state, log_w, beta, new_beta, acc, rec)
     rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
+    rec["n_moves"].append(float(len(acc)))
     kernel.scale = _spread(state.x, log_w, kernel.scale)
     kernel.tune(acc)
     return state, log_w, new_beta
@@ -271,6 +293,7 @@ def _finish(kernel: _Kernel, state, log_w, rec) -> State:
     rec["step_size"].append(kernel.step_size)
     state, acc = kernel.move(state, 1.0)
     rec["acceptance"].append(float(np.mean(acc)))
+    rec["n_moves"].append(float(len(acc)))
     return state
 
 

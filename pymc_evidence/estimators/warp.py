@@ -11,11 +11,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from .covariance import shrunk_covariance
+
 __all__ = ["warp3_log_density", "warp3_moments", "warp3_points", "warp3_standardize"]
 
 
 def warp3_moments(x) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and lower Cholesky factor of the covariance of draws (rows of ``x``).
+    """Mean and lower Cholesky factor of the covariance of draws (rows of ``x``), its
+    correlations shrunk as :func:`~pymc_evidence.estimators.covariance.shrunk_covariance`
+    says (in many dimensions the raw sample covariance makes a poor standardisation).
 
     Examples
     --------
@@ -27,7 +31,7 @@ def warp3_moments(x) -> tuple[np.ndarray, np.ndarray]:
     if x.shape[0] <= x.shape[1]:
         raise ValueError(f"need more draws than dimensions, got {x.shape[0]} of {x.shape[1]}")
     mean = x.mean(axis=0)
-    cov = np.atleast_2d(np.cov(x, rowvar=False, bias=True))
+    cov = shrunk_covariance(x, bias=True)
     return mean, np.linalg.cholesky(cov)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.gaussian import GaussianBase
+from ..estimators.covariance import shrunk_covariance
 from ..estimators.warp import (
     warp3_log_density,
     warp3_moments,
@@ -39,7 +40,7 @@ def _normal_setup(log_f, x_fit, x_iter):
     """Posterior-side logs and a proposal sampler for the Gaussian proposal."""
     d = x_fit.shape[-1]
     flat = x_fit.reshape(-1, d)
-    cov = np.cov(flat, rowvar=False).reshape(d, d)
+    cov = shrunk_covariance(flat)
     base = GaussianBase.from_moments(flat.mean(0), cov, log_zeta=0.0)
     lf_post = log_f(x_iter)
     lg_post = base.logp(x_iter.reshape(-1, d)).reshape(x_iter.shape[:2])

@@ -8,6 +8,8 @@ holds each run's final, equally weighted particles as one chain.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
@@ -65,7 +67,29 @@ def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
 
 
 def _settings(options, method) -> SMCSettings:
-    return SMCSettings(arm=method == "arm", **{k: options[k] for k in _SETTING_NAMES})
+    values = {k: options[k] for k in _SETTING_NAMES}
+    if isinstance(values["schedule"], str) and values["schedule"] == "pilot":
+        values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
+    return SMCSettings(arm=method == "arm", **values)
+
+
+def _uses_pilot(options) -> bool:
+    return isinstance(options["schedule"], str) and options["schedule"] == "pilot"
+
+
+def _pilot_schedule(problem, density, settings, n_particles, callback) -> np.ndarray:
+    """The betas of one adaptive run (stream ``"pilot"``), which every run then follows.
+
+    Choosing each run's next temperature from its own particles' weights makes ``Zhat``
+    biased low (a particle with an unusually large weight shortens the step that would
+    have counted it); on 175-d radon varying slopes that bias was 0.06 nats, 2-3 se, in
+    10 of 10 seeds. Runs on a schedule fixed in advance are unbiased in ``Z``.
+    """
+    rng = problem.rng("pilot")
+    pilot = replace(settings, schedule="adaptive", arm=False)
+    x0 = problem.base_draws(n_particles, rng)
+    _, info = run_resample_move(density, x0, rng, pilot, callback=callback)
+    return np.asarray(info.beta, dtype=float)
 
 
 def _run(problem, options, method) -> MethodResult:
@@ -73,14 +97,20 @@ def _run(problem, options, method) -> MethodResult:
     n_particles, n_runs = int(options["n_particles"]), int(options["n_runs"])
     density = problem.density()
     counts = density.counts()
-
-    def run_one(index, seed, callback):
-        rng = np.random.default_rng(seed)
-        x0 = problem.base_draws(n_particles, rng)
-        return run_resample_move(density, x0, rng, settings, callback=callback)
-
+    pilot = _uses_pilot(options)
     seeds = problem.seed_of("method").spawn(n_runs)
-    with smc_progress(problem.sampling.progressbar, n_runs) as bar:
+    with smc_progress(problem.sampling.progressbar, n_runs, pilot=pilot) as bar:
+        if pilot:
+            n_pilot = int(options["pilot_particles"] or n_particles)
+            betas = _pilot_schedule(problem, density, settings, n_pilot, bar.callback_for(-1))
+            settings = replace(settings, schedule=betas)
+            bar.done(-1)
+
+        def run_one(index, seed, callback):
+            rng = np.random.default_rng(seed)
+            x0 = problem.base_draws(n_particles, rng)
+            return run_resample_move(density, x0, rng, settings, callback=callback)
+
         runs = map_runs(
             run_one,
             seeds,
@@ -93,12 +123,16 @@ def _run(problem, options, method) -> MethodResult:
     x = np.stack([info.x for _, info in runs])
     groups = {"posterior": problem.posterior_dataset(x)}
     attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
+    if pilot:
+        attrs.update(schedule="pilot", pilot_particles=n_pilot)
     return MethodResult(est, groups, layout, attrs)
 
 
 def _check(options):
     if int(options["n_particles"]) < 2 or int(options["n_runs"]) < 1:
         raise ValueError("n_particles must be >= 2 and n_runs >= 1")
+    if options["pilot_particles"] is not None and int(options["pilot_particles"]) < 2:
+        raise ValueError(f"pilot_particles must be >= 2, got {options['pilot_particles']}")
     _settings(options, "smc").checked_schedule()
 
 
@@ -112,11 +146,14 @@ _SETTING_NAMES = (
     "arm_threshold",
     "max_expansions",
     "max_stages",
+    "max_moves",
+    "decorrelation",
 )
 _OPTIONS = {
     "n_particles": 1000,
     "n_runs": 4,
-    "schedule": "adaptive",
+    "schedule": "pilot",
+    "pilot_particles": None,
     "target_ess": 0.8,
     "resample_threshold": 0.5,
     "resampling": "systematic",
@@ -125,6 +162,8 @@ _OPTIONS = {
     "arm_threshold": 0.7,
     "max_expansions": 3,
     "max_stages": 500,
+    "max_moves": 50,
+    "decorrelation": 0.1,
 }
 
 
