@@ -47,8 +47,6 @@ def test_intensity_follows_the_evidence_for_correlation():
 
 def test_bias_argument_and_bad_input():
     x = np.random.default_rng(13).normal(size=(10, 3))
-    np.testing.assert_allclose(
-        np.diag(shrunk_covariance(x, bias=True)), np.var(x, axis=0, ddof=0)
-    )
+    np.testing.assert_allclose(np.diag(shrunk_covariance(x, bias=True)), np.var(x, axis=0, ddof=0))
     with pytest.raises(ValueError, match="shape"):
         shrinkage_intensity(np.zeros((2, 3)))

@@ -155,8 +155,6 @@ def test_nutpie_backend(method):
     pytest.importorskip("nutpie")
     case = conjugate_regression(n=20, d=2, seed=3)
     extra = {"adapt_rounds": 1} if method == "ct" else {}
-    idata = _quiet(
-        pme.sample_evidence, case.model, method, nuts_sampler="nutpie", **SMALL, **extra
-    )
+    idata = _quiet(pme.sample_evidence, case.model, method, nuts_sampler="nutpie", **SMALL, **extra)
     assert get_group(idata, "log_evidence").attrs["nuts_sampler"] == "nutpie"
     assert_log_z(pme.log_evidence(idata), case.log_z, abs_tol=0.1)
