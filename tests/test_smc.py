@@ -246,7 +246,7 @@ def test_smc_results_group(regression, tmp_path):
     idata, est = _estimate(regression.model, "smc", base="prior", n_particles=300, n_runs=3)
     group = get_group(idata, "log_evidence")
     assert group.attrs["method"] == "smc" and group.attrs["schedule"] == "pilot"
-    assert group.attrs["pilot_particles"] == 300
+    assert group.attrs["pilot_particles"] == 75  # n_particles // 4
     # every run follows the pilot's schedule
     np.testing.assert_array_equal(group["beta"].values, group["beta"].values[[0, 0, 0]])
     np.testing.assert_array_equal(group["beta"].values[0], group.attrs["schedule_betas"])

@@ -153,14 +153,19 @@ def sample_evidence(
 
         For ``"smc"`` and ``"arm"``: ``n_particles`` (1000 per run) and ``n_runs`` (4
         independent runs; their spread gives the se). Options: ``base``/``base_kwargs``,
-        ``schedule``
-        (``"adaptive"``: next temperature by bisection on the conditional ESS, or an array
-        of betas), ``target_ess`` (0.8), ``resample_threshold`` (0.5), ``resampling``
-        (``"systematic"``, ``"residual"``), ``n_leapfrog`` (10), ``n_moves`` (10),
-        ``arm_threshold`` (0.7), ``max_expansions`` (3). With
-        the adaptive schedule every step already has a conditional ESS of ``target_ess``,
-        so ARM expands only when ``arm_threshold > target_ess`` or with a fixed schedule;
-        that is where it helps (see :func:`pymc_evidence.engines.smc.run_resample_move`).
+        ``schedule`` (``"pilot"``, the default: one pilot run of ``pilot_particles``
+        particles (default ``n_particles // 4``) picks the temperatures by bisection on the
+        conditional ESS and every run follows them, which keeps ``Zhat`` unbiased;
+        ``"adaptive"``: each run picks its own, cheaper by the pilot but biased low in
+        many dimensions; or an array of betas), ``target_ess`` (0.8),
+        ``resample_threshold`` (0.5), ``resampling`` (``"systematic"``, ``"residual"``),
+        ``n_leapfrog`` (10), ``n_moves`` (10 HMC steps per stage at least), ``max_moves``
+        (50) and ``decorrelation`` (0.1: steps go on, five at a time, until the particles'
+        ``log f - log q`` correlates with its value before the moves by at most this),
+        ``arm_threshold`` (0.7), ``max_expansions`` (3). ARM expands the steps whose
+        conditional ESS falls below ``arm_threshold``: on a schedule fixed in advance
+        (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step
+        ``target_ess`` (see :func:`pymc_evidence.engines.smc.run_resample_move`).
 
         For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
         ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or

@@ -5,8 +5,12 @@ joint density ``f`` (``beta = 1``, ``Z_1 = Z``): ``log pi_beta = beta log f + (1
 log q``. One run (:func:`run_resample_move`) keeps ``R`` weighted particles targeting
 ``pi_{beta_n}`` and, per stage,
 
-1. moves every particle by ``n_moves`` batched HMC steps at ``beta_n`` (not at
-   ``beta_0 = 0``, where the particles are exact base draws);
+1. moves every particle by at least ``n_moves`` batched HMC steps at ``beta_n`` (not at
+   ``beta_0 = 0``, where the particles are exact base draws), and by more, up to
+   ``max_moves``, while the particles' ``log f - log q`` still correlates with its value
+   before the moves by more than ``decorrelation`` (the incremental weights are functions
+   of it, so this is the statistic whose memory of the resampled copies matters; on the
+   175-d radon varying slopes 10 steps left a correlation of 0.13, 20 steps none);
 2. picks ``beta_{n+1}``: the next value of a fixed schedule, or by bisection so that the
    conditional ESS fraction is ``target_ess`` (Zhou, Johansen & Aston 2016);
 3. reweights by ``W = exp((beta_{n+1} - beta_n)(log f - log q))`` and adds

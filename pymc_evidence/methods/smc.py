@@ -4,6 +4,11 @@ Runs ``n_runs`` independent SMC runs (:func:`~pymc_evidence.engines.smc.run_resa
 on the problem's batched density, each seeded by its own child of the method stream, and
 combines them with :func:`~pymc_evidence.estimators.smc.smc_log_evidence`. ``posterior``
 holds each run's final, equally weighted particles as one chain.
+
+With ``schedule="pilot"`` (the default) a pilot run (stream ``"pilot"``) chooses the
+temperatures adaptively first and every run follows them: a run that picks its own next
+temperature from its own weights is biased low, since an unusually heavy particle shortens
+the step that would have counted it in full.
 """
 
 from __future__ import annotations
@@ -81,9 +86,11 @@ def _pilot_schedule(problem, density, settings, n_particles, callback) -> np.nda
     """The betas of one adaptive run (stream ``"pilot"``), which every run then follows.
 
     Choosing each run's next temperature from its own particles' weights makes ``Zhat``
-    biased low (a particle with an unusually large weight shortens the step that would
-    have counted it); on 175-d radon varying slopes that bias was 0.06 nats, 2-3 se, in
-    10 of 10 seeds. Runs on a schedule fixed in advance are unbiased in ``Z``.
+    biased (an unusually heavy particle shortens the step that would have counted it in
+    full); runs on a schedule fixed in advance are unbiased in ``Z``. Measured on the 175-d
+    radon varying slopes (10 seeds): per-run schedules and 10 moves per stage were low by
+    0.061 nats on average (±2 se coverage 0.4); the pilot's schedule (250 particles) with
+    moves until decorrelation, by 0.029 (coverage 0.8).
     """
     rng = problem.rng("pilot")
     pilot = replace(settings, schedule="adaptive", arm=False)
@@ -101,7 +108,7 @@ def _run(problem, options, method) -> MethodResult:
     seeds = problem.seed_of("method").spawn(n_runs)
     with smc_progress(problem.sampling.progressbar, n_runs, pilot=pilot) as bar:
         if pilot:
-            n_pilot = int(options["pilot_particles"] or n_particles)
+            n_pilot = int(options["pilot_particles"] or max(n_particles // 4, 2))
             betas = _pilot_schedule(problem, density, settings, n_pilot, bar.callback_for(-1))
             settings = replace(settings, schedule=betas)
             bar.done(-1)
