@@ -34,9 +34,12 @@ it spends extra particles where ``Delta beta * sqrt(Var(log f - log q))`` is lar
 
 Kernel tuning (between stages only): the HMC scale is the weighted standard deviation of the
 particles at the start of the stage, and the step size is multiplied by
-``exp(step_gain * (acceptance - target_accept))`` after each stage. Adapting kernels to the
-particle population is standard practice in SMC; it makes ``Zhat`` slightly biased at
-finite ``R`` (consistent as ``R`` grows).
+``exp(step_gain * (acceptance - target_accept))`` after each stage; the number of moves
+follows the population too (step 1). Adapting kernels to the particle population is
+standard practice in SMC; it makes ``Zhat`` slightly biased at finite ``R`` (consistent as
+``R`` grows). An adaptive schedule does the same, more strongly in many dimensions: the
+methods layer therefore fixes the schedule from a pilot run by default
+(:mod:`pymc_evidence.methods.smc`).
 """
 
 from __future__ import annotations
