@@ -311,6 +311,7 @@ def run_resample_move(
     settings: SMCSettings | None = None,
     *,
     callback=None,
+    finish: bool = True,
 ) -> tuple[float, SMCRunInfo]:
     """One run of tempered resample-move SMC (or ARM) from the base to the model.
 
@@ -325,6 +326,11 @@ def run_resample_move(
         Defaults: adaptive schedule, plain SMC (no ARM).
     callback : callable, optional
         Called as ``callback(beta, stage)`` after every stage (e.g. a progress bar).
+    finish : bool, default True
+        Resample to equal weights and move once more at ``beta = 1``. False stops at the
+        last reweighting (``info.x`` then holds weighted particles, and the last entries
+        of ``step_size``, ``acceptance`` and ``n_moves`` are NaN): a pilot run that only
+        sets the schedule needs nothing more.
 
     Returns
     -------
@@ -374,7 +380,11 @@ def run_resample_move(
         state, log_w, beta = _stage(kernel, state, log_w, beta, fixed, rec)
         if callback is not None:
             callback(beta, len(rec["beta"]) - 1)
-    state = _finish(kernel, state, log_w, rec)
+    if finish:
+        state = _finish(kernel, state, log_w, rec)
+    else:
+        for key in ("step_size", "acceptance", "n_moves"):
+            rec[key].append(np.nan)
     stages = {key: np.asarray(values, dtype=float) for key, values in rec.items()}
     info = SMCRunInfo(
         **stages,

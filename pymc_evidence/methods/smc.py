@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
@@ -95,7 +96,8 @@ def _pilot_schedule(problem, density, settings, n_particles, callback) -> np.nda
     rng = problem.rng("pilot")
     pilot = replace(settings, schedule="adaptive", arm=False)
     x0 = problem.base_draws(n_particles, rng)
-    _, info = run_resample_move(density, x0, rng, pilot, callback=callback)
+    with threadpool_limits(limits=1):  # as the runs in worker processes
+        _, info = run_resample_move(density, x0, rng, pilot, callback=callback, finish=False)
     return np.asarray(info.beta, dtype=float)
 
 
