@@ -50,3 +50,19 @@ def test_bias_argument_and_bad_input():
     np.testing.assert_allclose(np.diag(shrunk_covariance(x, bias=True)), np.var(x, axis=0, ddof=0))
     with pytest.raises(ValueError, match="shape"):
         shrinkage_intensity(np.zeros((2, 3)))
+
+
+def test_weights_generalise_the_equal_weight_estimate():
+    """Equal weights give the biased (1/n) estimate; zero weights drop their draws."""
+    rng = np.random.default_rng(14)
+    x = rng.multivariate_normal(np.zeros(4), _ar1(4, 0.5, np.ones(4)), size=60)
+    np.testing.assert_allclose(
+        shrunk_covariance(x, np.full(60, 3.0)), shrunk_covariance(x, bias=True)
+    )
+    extra = np.vstack([x, rng.normal(size=(20, 4)) * 50.0])
+    weights = np.r_[np.ones(60), np.zeros(20)]
+    np.testing.assert_allclose(
+        shrunk_covariance(extra, weights), shrunk_covariance(x, bias=True), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="weights"):
+        shrunk_covariance(x, -np.ones(60))

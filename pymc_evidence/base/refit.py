@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..estimators.covariance import shrunk_covariance
 from ..estimators.logspace import kish_ess
 from .gaussian import GaussianBase
 
@@ -27,7 +28,9 @@ def refit_base(base, x: np.ndarray, weights: np.ndarray, log_z: float, covarianc
     ----------
     base : base density
         A Gaussian base is refitted: ``N(weighted mean, weighted covariance)``, the
-        covariance shrunk towards the old one with ``d + 2`` pseudo-draws of weight (so a
+        correlations shrunk towards zero
+        (:func:`~pymc_evidence.estimators.covariance.shrunk_covariance`), the covariance
+        then shrunk towards the old one with ``d + 2`` pseudo-draws of weight (so a
         few effective draws cannot collapse it). Other bases (prior, mixture) keep their
         shape, since one Gaussian would lose what they cover; only ``log zeta`` moves.
     x : ndarray, shape (n, d)
@@ -65,7 +68,7 @@ def refit_base(base, x: np.ndarray, weights: np.ndarray, log_z: float, covarianc
     if covariance == "diag" or (covariance == "auto" and base.ndim > FULL_COV_MAX_DIM):
         cov, old = np.diag(weights @ centered**2), np.diag(base.std**2)
     else:
-        cov, old = (centered * weights[:, None]).T @ centered, base.cov
+        cov, old = shrunk_covariance(x, weights), base.cov
     prior_n = base.ndim + 2.0
     cov = (ess * cov + prior_n * old) / (ess + prior_n)
     return GaussianBase.from_moments(

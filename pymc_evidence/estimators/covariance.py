@@ -20,24 +20,30 @@ import numpy as np
 __all__ = ["shrinkage_intensity", "shrunk_covariance"]
 
 
-def _standardized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(x, dtype=float)
+def _weights(x: np.ndarray, weights) -> np.ndarray:
     if x.ndim != 2 or x.shape[0] < 3:
         raise ValueError(f"need draws of shape (n >= 3, d), got {x.shape}")
-    centred = x - x.mean(0)
-    std = np.sqrt(np.sum(centred**2, 0) / (x.shape[0] - 1))
-    return centred / np.where(std > 0, std, 1.0), std
+    if weights is None:
+        return np.full(x.shape[0], 1.0 / x.shape[0])
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (x.shape[0],) or np.any(w < 0) or not w.sum() > 0:
+        raise ValueError("weights must be non-negative, one per draw, not all zero")
+    return w / w.sum()
 
 
-def shrinkage_intensity(x) -> float:
+def shrinkage_intensity(x, weights=None) -> float:
     """The estimated optimal weight ``lambda`` of the diagonal target, in ``[0, 1]``.
 
-    ``lambda = sum_{i != j} Var(r_ij) / sum_{i != j} r_ij**2`` with ``r`` the sample
-    correlations and ``Var(r_ij)`` estimated from the products of standardised draws.
+    ``lambda = sum_{i != j} Var(r_ij) / sum_{i != j} r_ij**2`` with ``r`` the (weighted)
+    sample correlations and ``Var(r_ij) = sum_k w_k**2 (z_ki z_kj - r_ij)**2`` estimated from
+    the products of standardised draws ``z`` (with equal weights, Schäfer & Strimmer's
+    estimator up to a factor ``n**2 / (n - 1)**2``).
 
     Parameters
     ----------
     x : array_like, shape (n, d)
+    weights : array_like, shape (n,), optional
+        Importance weights of the draws (any normalisation); equal when omitted.
 
     Examples
     --------
@@ -48,13 +54,17 @@ def shrinkage_intensity(x) -> float:
     >>> shrinkage_intensity(z + 0.1 * rng.normal(size=(2000, 3))) < 0.01  # real correlation
     True
     """
-    w, _ = _standardized(x)
-    n, d = w.shape
+    x = np.asarray(x, dtype=float)
+    w = _weights(x, weights)
+    d = x.shape[1]
     if d < 2:
         return 0.0
-    products = w.T @ w  # n-1 times the correlations
-    var_r = ((w**2).T @ (w**2) - products**2 / n) * n / (n - 1) ** 3
-    r = products / (n - 1)
+    centred = x - w @ x
+    std = np.sqrt(w @ centred**2)
+    z = centred / np.where(std > 0, std, 1.0)
+    w2 = w**2
+    r = (z * w[:, None]).T @ z
+    var_r = (z**2 * w2[:, None]).T @ z**2 - 2 * r * ((z * w2[:, None]).T @ z) + r**2 * w2.sum()
     off = ~np.eye(d, dtype=bool)
     denominator = float(np.sum(r[off] ** 2))
     if denominator <= 0.0:
@@ -62,14 +72,17 @@ def shrinkage_intensity(x) -> float:
     return float(np.clip(np.sum(var_r[off]) / denominator, 0.0, 1.0))
 
 
-def shrunk_covariance(x, *, bias: bool = False) -> np.ndarray:
+def shrunk_covariance(x, weights=None, *, bias: bool = False) -> np.ndarray:
     """Sample covariance with its correlations shrunk by :func:`shrinkage_intensity`.
 
     Parameters
     ----------
     x : array_like, shape (n, d)
+    weights : array_like, shape (n,), optional
+        Importance weights of the draws; the covariance is then the weighted one
+        (normalised by the sum of the weights).
     bias : bool, default False
-        Normalise the sample covariance by ``n`` instead of ``n - 1`` (as ``numpy.cov``).
+        Without weights: normalise by ``n`` instead of ``n - 1`` (as ``numpy.cov``).
 
     Returns
     -------
@@ -87,7 +100,12 @@ def shrunk_covariance(x, *, bias: bool = False) -> np.ndarray:
     True
     """
     x = np.asarray(x, dtype=float)
-    sample = np.atleast_2d(np.cov(x, rowvar=False, bias=bias))
-    lam = shrinkage_intensity(x) if x.ndim == 2 and x.shape[0] >= 3 else 0.0
+    if weights is None:
+        sample = np.atleast_2d(np.cov(x, rowvar=False, bias=bias))
+    else:
+        w = _weights(x, weights)
+        centred = x - w @ x
+        sample = (centred * w[:, None]).T @ centred
+    lam = shrinkage_intensity(x, weights) if x.ndim == 2 and x.shape[0] >= 3 else 0.0
     off = (1.0 - lam) * sample
     return np.where(np.eye(sample.shape[0], dtype=bool), sample, off)
