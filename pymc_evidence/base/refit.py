@@ -29,7 +29,7 @@ def refit_base(base, x: np.ndarray, weights: np.ndarray, log_z: float, covarianc
     base : base density
         A Gaussian base is refitted: ``N(weighted mean, weighted covariance)``, the
         correlations shrunk towards zero
-        (:func:`~pymc_evidence.estimators.covariance.shrunk_covariance`), the covariance
+        (:func:`~pymc_evidence.estimators.shrunk_covariance`), the covariance
         then shrunk towards the old one with ``d + 2`` pseudo-draws of weight (so a
         few effective draws cannot collapse it). Other bases (prior, mixture) keep their
         shape, since one Gaussian would lose what they cover; only ``log zeta`` moves.

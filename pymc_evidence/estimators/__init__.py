@@ -1,6 +1,7 @@
 """Evidence estimators: pure numpy/scipy functions of stored draws (no PyMC, no xarray)."""
 
 from .bridge import bridge_log_evidence, combine_bridge_runs
+from .covariance import shrinkage_intensity, shrunk_covariance
 from .ct import (
     base_moment_check,
     beta_cdf,
@@ -101,6 +102,8 @@ __all__ = [
     "rts_log_evidence",
     "rts_update",
     "sample_beta",
+    "shrinkage_intensity",
+    "shrunk_covariance",
     "systematic_resample",
     "validate_ladder",
     "works_log_evidence",

@@ -18,7 +18,7 @@ __all__ = ["warp3_log_density", "warp3_moments", "warp3_points", "warp3_standard
 
 def warp3_moments(x) -> tuple[np.ndarray, np.ndarray]:
     """Mean and lower Cholesky factor of the covariance of draws (rows of ``x``), its
-    correlations shrunk as :func:`~pymc_evidence.estimators.covariance.shrunk_covariance`
+    correlations shrunk as :func:`~pymc_evidence.estimators.shrunk_covariance`
     says (in many dimensions the raw sample covariance makes a poor standardisation).
 
     Examples
