@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import rankdata
 
 from ..estimators.logspace import (
     RESAMPLING,
@@ -169,9 +170,16 @@ def _log_incr(log_ratio: np.ndarray, d_beta: float) -> np.ndarray:
 
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation over the particles where both are finite (0 when one is flat)."""
+    """Rank correlation over the particles where both are finite (0 when one is flat).
+
+    Ranks, not values: a few particles stuck far out in a tail (their moves rejected) would
+    otherwise hold a Pearson correlation up on their own and keep the moves going.
+    """
     keep = np.isfinite(a) & np.isfinite(b)
-    a, b = a[keep] - np.mean(a[keep]), b[keep] - np.mean(b[keep])
+    if np.sum(keep) < 3:
+        return 0.0
+    a, b = rankdata(a[keep]), rankdata(b[keep])
+    a, b = a - a.mean(), b - b.mean()
     denominator = np.sqrt(np.sum(a**2) * np.sum(b**2))
     return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
 
@@ -217,6 +225,7 @@ class _Kernel:
             if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
                 if _correlation(start, _log_ratio(state)) <= s.decorrelation:
                     break
+                self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
         self.particle_moves += state.x.shape[0] * len(acc)
         return state, acc
 
