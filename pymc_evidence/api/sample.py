@@ -161,7 +161,7 @@ def sample_evidence(
         ``resample_threshold`` (0.5), ``resampling`` (``"systematic"``, ``"residual"``),
         ``n_leapfrog`` (10), ``n_moves`` (10 HMC steps per stage at least), ``max_moves``
         (50) and ``decorrelation`` (0.1: steps go on, five at a time, until the particles'
-        ``log f - log q`` correlates with its value before the moves by at most this),
+        ``log f - log q`` rank-correlates with its value before the moves by at most this),
         ``arm_threshold`` (0.7), ``max_expansions`` (3). ARM expands the steps whose
         conditional ESS falls below ``arm_threshold``: on a schedule fixed in advance
         (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step

@@ -5,12 +5,10 @@ joint density ``f`` (``beta = 1``, ``Z_1 = Z``): ``log pi_beta = beta log f + (1
 log q``. One run (:func:`run_resample_move`) keeps ``R`` weighted particles targeting
 ``pi_{beta_n}`` and, per stage,
 
-1. moves every particle by at least ``n_moves`` batched HMC steps at ``beta_n`` (not at
-   ``beta_0 = 0``, where the particles are exact base draws), and by more, up to
-   ``max_moves``, while the particles' ``log f - log q`` still correlates with its value
-   before the moves by more than ``decorrelation`` (the incremental weights are functions
-   of it, so this is the statistic whose memory of the resampled copies matters; on the
-   175-d radon varying slopes 10 steps left a correlation of 0.13, 20 steps none);
+1. moves every particle by at least ``n_moves`` batched HMC steps at ``beta_n`` (none at
+   ``beta_0 = 0``: exact base draws), then more, up to ``max_moves``, while the ranks of
+   ``log f - log q`` (what the weights are functions of) still correlate with their values
+   before the moves by more than ``decorrelation``;
 2. picks ``beta_{n+1}``: the next value of a fixed schedule, or by bisection so that the
    conditional ESS fraction is ``target_ess`` (Zhou, Johansen & Aston 2016);
 3. reweights by ``W = exp((beta_{n+1} - beta_n)(log f - log q))`` and adds
@@ -27,19 +25,16 @@ counts (Proposition 1, :func:`~pymc_evidence.estimators.smc.merge_log_weights`),
 whenever the incoming weights are equal, and otherwise leaves out the degeneracy inherited
 from earlier stages, so that only the difficulty of the current step triggers expansion.
 
-When each helps: with the adaptive schedule every step is chosen to have ``CESS / R =
-target_ess`` (default 0.8, above the default ``arm_threshold`` 0.7), so ARM never expands
-and equals plain SMC. ARM pays off with a fixed schedule whose steps are unequally hard:
-it spends extra particles where ``Delta beta * sqrt(Var(log f - log q))`` is large.
+When each helps: on a run's own adaptive schedule every step has ``CESS / R = target_ess``
+(0.8 > ``arm_threshold`` 0.7), so ARM equals plain SMC; on a fixed schedule it spends extra
+particles where ``Delta beta * sqrt(Var(log f - log q))`` is large.
 
-Kernel tuning (between stages only): the HMC scale is the weighted standard deviation of the
-particles at the start of the stage, and the step size is multiplied by
-``exp(step_gain * (acceptance - target_accept))`` after each stage; the number of moves
-follows the population too (step 1). Adapting kernels to the particle population is
-standard practice in SMC; it makes ``Zhat`` slightly biased at finite ``R`` (consistent as
-``R`` grows). An adaptive schedule does the same, more strongly in many dimensions: the
-methods layer therefore fixes the schedule from a pilot run by default
-(:mod:`pymc_evidence.methods.smc`).
+Kernel tuning: the HMC scale is the weighted standard deviation of the particles at the
+start of the stage; the step size is multiplied by ``exp(step_gain * (acceptance -
+target_accept))`` after each stage and between the extra blocks of moves. Adapting kernels
+to the particle population is standard practice in SMC; it makes ``Zhat`` slightly biased at
+finite ``R``. An adaptive schedule does the same, more strongly in many dimensions, so the
+methods layer fixes the schedule from a pilot run by default (:mod:`pymc_evidence.methods.smc`).
 """
 
 from __future__ import annotations
@@ -93,9 +88,10 @@ class SMCSettings:
         Fewest HMC steps per stage (and per ARM expansion).
     max_moves : int
         Most HMC steps per stage: after ``n_moves``, steps continue (checked every
-        :data:`MOVE_BLOCK`) until the correlation over particles of ``log f - log q``
-        before and after the moves is at most ``decorrelation``. ``max_moves = n_moves``
-        moves a fixed number of steps.
+        :data:`MOVE_BLOCK`) until the rank correlation over particles of ``log f - log q``
+        before and after the moves is at most ``decorrelation``; between blocks the step
+        size is tuned as between stages. ``max_moves = n_moves`` moves a fixed number of
+        steps.
     decorrelation : float
         See ``max_moves``.
     target_accept : float
@@ -170,11 +166,8 @@ def _log_incr(log_ratio: np.ndarray, d_beta: float) -> np.ndarray:
 
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Rank correlation over the particles where both are finite (0 when one is flat).
-
-    Ranks, not values: a few particles stuck far out in a tail (their moves rejected) would
-    otherwise hold a Pearson correlation up on their own and keep the moves going.
-    """
+    """Rank correlation over the particles where both are finite (0 when one is flat); ranks,
+    as a few particles stuck far out in a tail would hold a Pearson correlation up alone."""
     keep = np.isfinite(a) & np.isfinite(b)
     if np.sum(keep) < 3:
         return 0.0
