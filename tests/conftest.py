@@ -13,3 +13,15 @@ from _accuracy import assert_log_z as _assert_log_z
 def assert_log_z():
     """The project's accuracy rule: finite, |error| <= 4 se AND |error| <= abs_tol."""
     return _assert_log_z
+
+
+@pytest.fixture(scope="module")
+def radon():
+    """The radon data as arrays: county index ``idx``, floor ``x``, log radon ``y``, and the
+    number of counties ``k`` (shared by the exact-radon tests)."""
+    from pymc_evidence.datasets import _county_coding, load_radon
+
+    data = load_radon()
+    idx, counties = _county_coding(data)
+    x, y = data["floor"].to_numpy(float), data["log_radon"].to_numpy(float)
+    return {"idx": idx, "x": x, "y": y, "k": len(counties)}

@@ -15,7 +15,6 @@ import pytest
 from _accuracy import assert_log_z
 from scipy import integrate, special, stats
 
-from pymc_evidence.datasets import _county_coding, load_radon
 from pymc_evidence.testing import (
     HARD_MODELS,
     bimodal_1d,
@@ -261,14 +260,6 @@ def test_ring_truth_and_logp():
 #: by ``benchmarks/radon_reference.py`` (dense Cholesky / Woodbury over all 87 coefficients,
 #: 2-D Simpson on a fixed box): shares no code with ``radon_exact``.
 RADON_VI_REFERENCE = -1062.666101
-
-
-@pytest.fixture(scope="module")
-def radon():
-    data = load_radon()
-    idx, counties = _county_coding(data)
-    x, y = data["floor"].to_numpy(float), data["log_radon"].to_numpy(float)
-    return {"idx": idx, "x": x, "y": y, "k": len(counties)}
 
 
 def test_radon_integrand_matches_dense_gaussian(radon):

@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pymc_evidence.datasets import _county_coding, load_radon
 from pymc_evidence.testing import centred_radon_slopes, noncentred_radon_slopes
 from pymc_evidence.testing.hard_hierarchical import _default_radon_slopes_log_z
 from pymc_evidence.testing.radon_exact import county_stats
@@ -33,14 +32,6 @@ def _cov_parts(idx, x, k):
     z[np.arange(x.size), idx] = 1.0
     w = z * x[:, None]
     return z @ z.T, w @ w.T, 100.0 * (1.0 + np.outer(x, x))
-
-
-@pytest.fixture(scope="module")
-def radon():
-    data = load_radon()
-    idx, counties = _county_coding(data)
-    x, y = data["floor"].to_numpy(float), data["log_radon"].to_numpy(float)
-    return {"idx": idx, "x": x, "y": y, "k": len(counties)}
 
 
 def test_log_lik_matches_dense_gaussian(radon):
