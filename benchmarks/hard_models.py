@@ -72,7 +72,7 @@ def all_methods() -> list[str]:
 
 COLUMNS = [
     "model", "method", "seed", "truth", "log_z", "se", "error", "error_over_se",
-    "n_warnings", "n_py_warnings", "wall_s", "failure", "warnings",
+    "n_warnings", "n_py_warnings", "wall_s", "failure", "warnings", "spread_se", "proxy_se",
 ]  # fmt: skip
 
 
@@ -119,7 +119,13 @@ def run_method(model, method: str, seed: int, args) -> dict:
         model=model, method=method, random_seed=seed, cores=args.cores, progressbar=False
     )
     est = pme.log_evidence(idata)
-    return {"log_z": float(est.log_z), "se": float(est.se), "warnings": list(est.warnings)}
+    return {
+        "log_z": float(est.log_z),
+        "se": float(est.se),
+        "warnings": list(est.warnings),
+        "spread_se": est.diagnostics.get("spread_se", math.nan),
+        "proxy_se": est.diagnostics.get("proxy_se", math.nan),
+    }
 
 
 def run_cell(system, method: str, seed: int, args) -> dict:
@@ -144,6 +150,8 @@ def run_cell(system, method: str, seed: int, args) -> dict:
         n_warnings=len(res["warnings"]),
         n_py_warnings=len(py_warnings),
         warnings=" | ".join(str(w).splitlines()[0][:120] for w in res["warnings"]),
+        spread_se=res.get("spread_se", math.nan),
+        proxy_se=res.get("proxy_se", math.nan),
     )
     return row
 

@@ -38,7 +38,14 @@ from .laplace import Mode, find_modes
 from .mixture import MixtureBase
 from .space import ModelSpace
 
-__all__ = ["COVERAGE_GAP", "add_missed_modes", "mixture_of", "mode_starts"]
+__all__ = [
+    "COVERAGE_GAP",
+    "add_missed_modes",
+    "log_mass_se",
+    "mixture_of",
+    "mode_starts",
+    "weights_se",
+]
 
 #: A mode is missed when the importance weight there is this many nats above the mean
 #: weight (``e^3 = 20`` times); a base that approximates the posterior has a gap near 0.
@@ -68,19 +75,58 @@ def _components(base) -> tuple[list[GaussianBase], np.ndarray]:
     return [base], np.array([base.log_zeta])
 
 
+def log_mass_se(components, density, n: int, rng) -> np.ndarray:
+    """The se of each component's importance-sampling log mass (``n`` fresh draws of each,
+    delta method: ``sqrt((n / ESS - 1) / n)``); ``inf`` where the density was not finite."""
+    out = []
+    for stats in evaluate_bases(density, components, n, rng):
+        if isinstance(stats, BaseFitError):
+            out.append(np.inf)
+        else:
+            out.append(float(np.sqrt(max(n / stats["is_ess"] - 1.0, 0.0) / n)))
+    return np.array(out)
+
+
+def weights_se(log_weights, mass_se) -> float:
+    """``sqrt(sum_k w_k Var(log w_k))`` for weights ``w_k = m_k / sum_j m_j`` from
+    independent mass estimates with log-scale se ``mass_se``.
+
+    A chain confined to component ``k`` of a mixture base estimates ``Z_k / w_k``: right only
+    when ``w_k`` is that component's share of ``Z`` (a tempering chain rarely crosses from a
+    spike to the bump around it), so the estimate is off by the error of ``log w_k``, whose
+    variance is ``(1 - w_k)^2 v_k + sum_{j != k} w_j^2 v_j``. Averaged over where the chains
+    sit (in proportion to the weights) this is the se returned.
+
+    Examples
+    --------
+    >>> round(weights_se(np.log([0.1, 0.9]), np.array([0.01, 0.0])), 5)
+    0.003
+    """
+    w = np.exp(np.asarray(log_weights, dtype=float))
+    v = np.where(np.isfinite(mass_se), np.asarray(mass_se, dtype=float), 0.0) ** 2
+    var_k = (1.0 - w) ** 2 * v + (np.sum(w**2 * v) - w**2 * v)
+    return float(np.sqrt(np.sum(w * var_k)))
+
+
 def mixture_of(components, log_masses, space, density, n_eval, rng, info) -> MixtureBase:
     """The components as a :class:`MixtureBase` with weights proportional to
     ``exp(log_masses)``; its ``log_zeta`` is the importance-sampling estimate with the
-    mixture as the proposal (a sum of the masses double-counts where components overlap)."""
+    mixture as the proposal (a sum of the masses double-counts where components overlap).
+
+    ``info`` records ``base_weights_se`` (:func:`weights_se` of the masses' se, from ``n_eval``
+    fresh draws of each component): what an estimate from chains that never cross between
+    components may be off by.
+    """
     base = MixtureBase.from_components(
         components, log_masses, log_zeta=0.0, names=space.names, sizes=space.sizes
     )
     (stats,) = evaluate_bases(density, [base], n_eval, rng)
     if isinstance(stats, BaseFitError):
         raise stats
+    extra = weights_se(base.log_weights, log_mass_se(components, density, n_eval, rng))
     return base.with_values(
         log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"],
-        info={**info, **stats},
+        info={**info, **stats, "base_weights_se": extra},
     )  # fmt: skip
 
 

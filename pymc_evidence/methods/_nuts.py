@@ -7,12 +7,14 @@ diagonal mass matrix.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
 from ..nuts import run_step
 
-__all__ = ["initvals_from_base", "potential_from_base", "sample_step"]
+__all__ = ["initvals_from_base", "potential_from_base", "sample_step", "with_base_weights_se"]
 
 #: Variance of the standard logistic distribution (the prior of the CT variable ``u``).
 _LOGISTIC_VAR = np.pi**2 / 3.0
@@ -65,3 +67,21 @@ def sample_step(problem, step, *, random_seed: int, draws=None, tune=None):
         tune=tune,
         initvals=initvals_from_base(problem, chains, with_u=False),
     )
+
+
+def with_base_weights_se(est, base):
+    """``est`` with the se of a mixture base's weights added in quadrature.
+
+    A chain that never crosses between the components of a mixture base (a spike inside a
+    bump, say) estimates ``Z_k / w_k`` for the component it sits in, so its answer leans on
+    the component weights, which no chain checks; their se (``base.info["base_weights_se"]``,
+    set by :func:`~pymc_evidence.base.modes.mixture_of`) then belongs in the estimate's.
+    Measured on Skilling's phase transition (seed 1): errors of 0.0003-0.0004 nats against
+    batch-means se of 0.0001 (3-4 se) for ``ct``, ``gibbs_ct`` and ``st``. Bases without that
+    entry leave ``est`` unchanged.
+    """
+    extra = float(base.info.get("base_weights_se", 0.0)) if hasattr(base, "info") else 0.0
+    if not extra > 0.0:
+        return est
+    diagnostics = {**est.diagnostics, "mcmc_se": est.se, "base_weights_se": extra}
+    return replace(est, se=float(np.hypot(est.se, extra)), diagnostics=diagnostics)

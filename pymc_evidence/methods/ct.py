@@ -26,7 +26,7 @@ from ..nuts import run_nuts
 from ..results.ct import ct_parts, raw_ct_arrays
 from ..steps import GibbsContinuousTempering
 from ..transforms import continuous_tempering, set_base
-from ._nuts import initvals_from_base, potential_from_base, sample_step
+from ._nuts import initvals_from_base, potential_from_base, sample_step, with_base_weights_se
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "moment_diagnostics"]
@@ -180,7 +180,7 @@ def _run(problem, options, form) -> MethodResult:
         diagnostics=moment_diagnostics(problem.space, base, raw),
         settings={"base_kind": base.kind, "base_initial_kind": initial_kind},
     )
-    return MethodResult(est, groups, layout, attrs)
+    return MethodResult(with_base_weights_se(est, base), groups, layout, attrs)
 
 
 def _check(options):

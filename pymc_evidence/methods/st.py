@@ -10,7 +10,7 @@ import inspect
 
 from ..results.st import st_parts
 from ..steps.simulated_tempering import SimulatedTempering
-from ._nuts import sample_step
+from ._nuts import sample_step, with_base_weights_se
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["SPEC"]
@@ -40,7 +40,7 @@ def run(problem, options: dict) -> MethodResult:
     )
     raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"))
     est, groups, layout, attrs = st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
-    return MethodResult(est, groups, layout, attrs)
+    return MethodResult(with_base_weights_se(est, problem.base), groups, layout, attrs)
 
 
 SPEC = MethodSpec(
