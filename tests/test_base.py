@@ -170,13 +170,20 @@ def test_restarts_merge_both_modes(mixture):
     assert max(base.info["component_log_zeta"]) < mixture.log_z - 0.2
 
 
-def test_single_fit_sees_one_mode(mixture):
+def test_single_fit_sees_one_mode_and_the_mode_search_the_other(mixture):
+    """One ADVI fit sits in one mode; the ascents from prior draws find the other, which
+    becomes a component of a mixture base whose evidence is then the whole ``Z``."""
     with mixture.model:
+        alone = pme.fit_base("advi", restarts=1, n_steps=1000, random_seed=0, modes=False)
         base = pme.fit_base("advi", restarts=1, n_steps=1000, random_seed=0)
     modes, _, _ = exact_mixture_posterior(mixture)
-    assert base.kind == "advi"
-    assert min(np.max(np.abs(base.mean - m)) for m in modes) < 0.3
-    assert base.log_zeta < mixture.log_z - 0.2
+    assert alone.kind == "advi"
+    assert min(np.max(np.abs(alone.mean - m)) for m in modes) < 0.3
+    assert alone.log_zeta < mixture.log_z - 0.2
+    assert base.kind == "mixture" and base.info["n_added_modes"] == 1
+    for m in modes:  # one component at each exact mode
+        assert min(np.max(np.abs(mean - m)) for mean in base.means) < 0.3
+    assert base.log_zeta == pytest.approx(mixture.log_z, abs=0.05)
 
 
 # ------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pymc_evidence.testing import (
     prior_conflict,
     ring,
     symmetric_mixture,
+    unequal_modes,
 )
 from pymc_evidence.testing.radon_exact import (
     county_stats,
@@ -161,6 +162,33 @@ def test_symmetric_mixture_truth_and_logp():
     x = np.array([0.5, -1.0, 2.0, 3.0, -0.2])
     lik = [stats.multivariate_normal(x + sign * a, sn**2 * np.eye(5)).logpdf(y) for sign in (1, -1)]
     hand = stats.norm.logpdf(x, 0, s0).sum() + math.log(0.5) + special.logsumexp(lik)
+    assert _pymc_logp(s.model, {"x": x}) == pytest.approx(hand, abs=1e-9)
+
+
+def test_unequal_modes_truth_and_logp():
+    s = unequal_modes()
+    c, (s1, s2), s0, w = s.data["offset"], s.data["sigmas"], s.data["prior_sigma"], s.data["weight"]
+
+    def log_factor(centre, sd):  # 1-D quadrature of N(x; 0, s0^2) N(x; centre, sd^2)
+        def f(x):
+            return stats.norm.pdf(x, 0, s0) * stats.norm.pdf(x, centre, sd)
+
+        parts = (
+            integrate.quad(f, a, b, epsrel=1e-12)[0]
+            for a, b in ((-np.inf, centre), (centre, np.inf))
+        )
+        return math.log(sum(parts))
+
+    comps = [math.log(w) + 5 * log_factor(c, s1), math.log1p(-w) + 5 * log_factor(-c, s2)]
+    assert s.log_z == pytest.approx(special.logsumexp(comps), abs=1e-9)
+    assert s.data["narrow_share"] == pytest.approx(math.exp(comps[0] - s.log_z), abs=1e-9)
+
+    x = np.array([0.5, -1.0, 2.0, 1.5, -0.2])
+    lik = [
+        math.log(w) + stats.multivariate_normal(np.full(5, c), s1**2 * np.eye(5)).logpdf(x),
+        math.log1p(-w) + stats.multivariate_normal(np.full(5, -c), s2**2 * np.eye(5)).logpdf(x),
+    ]
+    hand = stats.norm.logpdf(x, 0, s0).sum() + special.logsumexp(lik)
     assert _pymc_logp(s.model, {"x": x}) == pytest.approx(hand, abs=1e-9)
 
 

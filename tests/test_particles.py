@@ -160,32 +160,45 @@ def test_lis_bad_direction(regression):
         pme.sample_evidence(regression.model, method="lis", direction="sideways")
 
 
-@pytest.mark.parametrize("method", ["ais", "smc"])
-def test_diverging_kernels_warn_on_the_funnel(method):
-    """Centred funnel kept as written (``reparam=None``): HMC trajectories diverge in the
-    neck, and the particle methods say so."""
+def test_diverging_kernels_warn_on_the_funnel():
+    """Centred funnel kept as written (``reparam=None``): AIS's fixed-step HMC trajectories
+    diverge in the neck, and the method says so."""
     case = tm.hierarchical_normal(J=8, centered=True)
-    options = {"n_particles": 64, "n_stages": 50} if method == "ais" else {"n_particles": 200}
-    options["reparam"] = None
     with pytest.warns(pme.EvidenceWarning, match="trajectories diverged"):
         idata = pme.sample_evidence(
-            case.model, method=method, random_seed=SEED, progressbar=False, **options
-        )
+            case.model, method="ais", random_seed=SEED, progressbar=False, reparam=None,
+            n_particles=64, n_stages=50,
+        )  # fmt: skip
     assert pme.log_evidence(idata).diagnostics["diverging_fraction"] > 0.01
 
 
-def test_reparametrized_funnel_is_right_with_few_divergences():
-    """The same model at the defaults (``reparam="auto"``): the estimate is right, and the
-    HMC trajectories that diverge (the base's tails at early temperatures) are about 2 %
-    at this seed (1.7-7 % over seeds 1-3; the old per-run schedule with 10 moves: 1.8-13 %),
-    so a divergence warning can appear here although nothing is biased (noted as open)."""
+def test_fitted_base_on_a_kept_funnel_warns():
+    """SMC settles its step before each stage, so few trajectories diverge even in a funnel's
+    neck; what biases it there is a fitted base (0.13-0.20 nats low on eight schools as
+    written), and that is what the warning names."""
+    case = tm.hierarchical_normal(J=8, centered=True)
+    with pytest.warns(pme.BaseFitWarning, match="centred scales"):
+        pme.sample_evidence(
+            case.model, method="smc", random_seed=SEED, progressbar=False, reparam=None,
+            base="fullrank_advi", n_particles=200, n_runs=2,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("reparam", ["auto", None])
+def test_funnel_at_defaults_is_right_without_divergence_warnings(reparam):
+    """Eight schools at the defaults (non-centred form) and as written (annealed from the
+    prior): right, and the step settled before each stage keeps the diverging trajectories
+    far below the warning level (reparametrised, seeds 404 and 1-3: 0.06-0.18 %; before
+    the settling 1.7-7 %, and bimodal, ring and prior-conflict runs warned every time)."""
     case = tm.hierarchical_normal(J=8, centered=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pme.EvidenceWarning)
-        idata = pme.sample_evidence(case.model, method="smc", random_seed=SEED, progressbar=False)
+        warnings.simplefilter("error", pme.SamplingWarning)
+        idata = pme.sample_evidence(
+            case.model, method="smc", random_seed=SEED, progressbar=False, reparam=reparam
+        )
     est = pme.log_evidence(idata)
     assert_log_z(est, case.log_z, abs_tol=0.1, se_max=0.1)
-    assert est.diagnostics["diverging_fraction"] < 2.5 * DIVERGING_FRACTION_MAX
+    assert est.diagnostics["diverging_fraction"] < DIVERGING_FRACTION_MAX / 2
 
 
 def test_no_divergence_warning_on_a_regression(bar_run):

@@ -7,9 +7,11 @@ inside a broad bump), every tempered method started from a broad ADVI fit misses
 reports the bump alone, with a tiny error bar. ADVI misses it too: its Monte Carlo
 gradients average over the broad fit and never feel the spike.
 
-A quasi-Newton ascent of ``log f`` from the model's initial point and from the fits' means
-does find such a mode when its basin holds one of those points (a spike inside a bump: the
-ascent from the bump's centre climbs straight into it). :func:`add_missed_modes` then asks
+A quasi-Newton ascent of ``log f`` from the model's initial point, from the fits' means
+and from a few dozen prior draws does find such a mode when its basin holds one of those
+points (a spike inside a bump: the ascent from the bump's centre climbs straight into it;
+a narrow, lighter mode whose basin holds 16 % of the prior mass: some prior draws lie in
+it, where the eight ADVI restarts all missed it one time in two). :func:`add_missed_modes` then asks
 whether the base covers each mode found. The test is the importance weight at the mode:
 
     gap_k = log f(x_k) - log q(x_k) - log_zeta,
@@ -36,6 +38,7 @@ from .batched_logp import batched_logp
 from .gaussian import GaussianBase
 from .laplace import Mode, find_modes
 from .mixture import MixtureBase
+from .prior import prior_draws
 from .space import ModelSpace
 
 __all__ = [
@@ -54,12 +57,28 @@ COVERAGE_GAP = 3.0
 MIN_SHARE = 0.01
 #: ... and its importance-sampling mass is within this many nats of its Laplace mass.
 MASS_AGREEMENT = 2.0
+#: Prior draws that start ascents too, up to :data:`SMALL_DIM` dimensions (and above).
+#: A mode whose basin holds 16 % of the prior mass (the lighter mode of a 5-D two-mode
+#: mixture) is missed by all 32 with probability 0.004, by the eight ADVI restarts alone
+#: with probability 0.3 (measured: one seed in two of the mixture lost the mode).
+N_PRIOR_STARTS = 32
+N_PRIOR_STARTS_LARGE = 8
+SMALL_DIM = 30
 
 
-def mode_starts(space: ModelSpace, base) -> np.ndarray:
-    """Where to start the ascents: the model's initial point and the base's component means."""
+def mode_starts(space: ModelSpace, base, rng=None) -> np.ndarray:
+    """Where to start the ascents: the model's initial point, the base's component means
+    and, with ``rng``, :data:`N_PRIOR_STARTS` prior draws (:data:`N_PRIOR_STARTS_LARGE`
+    above :data:`SMALL_DIM` dimensions; none where the prior cannot be drawn from)."""
     means = base.means if isinstance(base, MixtureBase) else np.atleast_2d(base.mean)
-    return np.vstack([space.initial_x()[None, :], means])
+    points = [space.initial_x()[None, :], means]
+    if rng is not None:
+        n = N_PRIOR_STARTS if space.ndim <= SMALL_DIM else N_PRIOR_STARTS_LARGE
+        try:
+            points.append(prior_draws(space, n, rng))
+        except Exception:  # a model without a prior sampler: the other starts only
+            pass
+    return np.vstack(points)
 
 
 def coverage_gap(mode: Mode, base) -> float:
@@ -175,7 +194,8 @@ def add_missed_modes(
         A fitted base with ``log_zeta`` its importance-sampling evidence.
     space : ModelSpace
     rng : numpy.random.Generator
-        Used only when a missed mode is found (so bases that miss nothing are unchanged).
+        Draws the prior starts of the ascents and, when a missed mode is found, the
+        importance-sampling draws (a base that misses nothing is returned unchanged).
     starts : ndarray, shape (k, d), optional
         Starting points of the ascents; default :func:`mode_starts`.
     n_eval : int
@@ -208,7 +228,7 @@ def add_missed_modes(
     (1, 0.0)
     """
     density = batched_logp(space)
-    starts = mode_starts(space, base) if starts is None else starts
+    starts = mode_starts(space, base, rng) if starts is None else starts
     modes = find_modes(space, starts, density=density)
     if laplace:
         base = _laplace_if_better(base, modes, density, n_eval, rng)

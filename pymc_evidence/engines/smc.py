@@ -29,9 +29,11 @@ When each helps: on a run's own adaptive schedule every step has ``CESS / R = ta
 (0.8 > ``arm_threshold`` 0.7), so ARM equals plain SMC; on a fixed schedule it spends extra
 particles where ``Delta beta * sqrt(Var(log f - log q))`` is large.
 
-Kernel tuning: the HMC scale is the weighted standard deviation of the particles at the
-start of the stage; the step size is multiplied by ``exp(step_gain * (acceptance -
-target_accept))`` after each stage and between the extra blocks of moves. Adapting kernels
+Kernel tuning (:mod:`pymc_evidence.engines.smc_kernel`): the HMC scale is the weighted
+standard deviation of the particles at the start of the stage; the step size is settled
+before the stage's first move (halved while trial trajectories diverge) and multiplied by
+``exp(step_gain * (acceptance - target_accept))`` after each stage and between the extra
+blocks of moves. Adapting kernels
 to the particle population is standard practice in SMC; it makes ``Zhat`` slightly biased at
 finite ``R``. An adaptive schedule does the same, more strongly in many dimensions, so the
 methods layer fixes the schedule from a pilot run by default (:mod:`pymc_evidence.methods.smc`).
@@ -42,7 +44,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ..estimators.logspace import (
     RESAMPLING,
@@ -57,13 +58,11 @@ from ..estimators.smc import (
     next_beta,
     smc_variance_proxy,
 )
-from .hmc import State, hmc_step, init_state
+from .hmc import State, init_state
 from .records import STAGE_KEYS, SMCRunInfo
+from .smc_kernel import MOVE_BLOCK, Kernel, concat, log_incr, log_ratio, spread, take
 
 __all__ = ["MOVE_BLOCK", "STAGE_KEYS", "SMCSettings", "run_resample_move"]
-
-#: Moves beyond ``n_moves`` come in blocks of this many HMC steps.
-MOVE_BLOCK = 5
 
 
 @dataclass(frozen=True)
@@ -152,129 +151,52 @@ class SMCSettings:
         return betas
 
 
-def _log_ratio(state: State) -> np.ndarray:
-    """``log f - log q``; NaN (e.g. ``-inf - -inf``) becomes ``-inf`` (weight zero)."""
-    with np.errstate(invalid="ignore"):
-        ratio = state.log_f - state.log_q
-    return np.where(np.isnan(ratio), -np.inf, ratio)
-
-
-def _log_incr(log_ratio: np.ndarray, d_beta: float) -> np.ndarray:
-    if d_beta == 0.0:
-        return np.zeros_like(log_ratio)
-    return np.where(log_ratio == -np.inf, -np.inf, d_beta * log_ratio)
-
-
-def _correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Rank correlation over the particles where both are finite (0 when one is flat); ranks,
-    as a few particles stuck far out in a tail would hold a Pearson correlation up alone."""
-    keep = np.isfinite(a) & np.isfinite(b)
-    if np.sum(keep) < 3:
-        return 0.0
-    a, b = rankdata(a[keep]), rankdata(b[keep])
-    a, b = a - a.mean(), b - b.mean()
-    denominator = np.sqrt(np.sum(a**2) * np.sum(b**2))
-    return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
-
-
-def _take(state: State, index) -> State:
-    return State(*(getattr(state, k)[index] for k in ("x", "log_f", "log_q", "grad_f", "grad_q")))
-
-
-def _concat(states) -> State:
-    keys = ("x", "log_f", "log_q", "grad_f", "grad_q")
-    return State(*(np.concatenate([getattr(s, k) for s in states]) for k in keys))
-
-
-def _spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
-    """Weighted standard deviation per coordinate (the previous scale where it is ~0)."""
-    w = np.exp(normalize_log_weights(log_w))
-    mean = w @ x
-    std = np.sqrt(np.maximum(w @ (x - mean) ** 2, 0.0))
-    fallback = np.ones(x.shape[1]) if previous is None else previous
-    return np.where(std > 1e-10, std, fallback)
-
-
-@dataclass
-class _Kernel:
-    """The HMC kernel of the current stage and its cost counters (mutable, per run)."""
-
-    density: object
-    rng: np.random.Generator
-    settings: SMCSettings
-    step_size: float
-    scale: np.ndarray
-    particle_moves: int = 0
-
-    def move(self, state: State, beta: float) -> tuple[State, list[float]]:
-        """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
-        ``log f - log q`` still correlates with its value before the moves."""
-        s, acc, start = self.settings, [], _log_ratio(state)
-        while len(acc) < s.max_moves:
-            state, info = hmc_step(
-                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
-            )
-            acc.append(float(np.mean(info.acceptance)))
-            if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
-                if _correlation(start, _log_ratio(state)) <= s.decorrelation:
-                    break
-                self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
-        self.particle_moves += state.x.shape[0] * len(acc)
-        return state, acc
-
-    def tune(self, acceptance: list[float]) -> None:
-        if acceptance:
-            s = self.settings
-            change = s.step_gain * (float(np.mean(acceptance)) - s.target_accept)
-            self.step_size *= float(np.exp(np.clip(change, -1.0, 1.0)))
-
-
-def _expand(kernel: _Kernel, state, log_w, log_ratio, d_beta, beta, gamma, acc):
+def _expand(kernel: Kernel, state, log_w, ratio, d_beta, beta, gamma, acc):
     """ARM's generate loop: merged state, log weights and log increments, expansions, gamma."""
     s = kernel.settings
-    states, weights, incrs = [state], [log_w], [_log_incr(log_ratio, d_beta)]
+    states, weights, incrs = [state], [log_w], [log_incr(ratio, d_beta)]
     current, i = state, 0
     while gamma < s.arm_threshold and i < s.max_expansions:
         current, more = kernel.move(current, beta)  # continue the chains of the base set
         acc.extend(more)
         states.append(current)
         weights.append(log_w)  # a copy keeps the weights of the set it was made from
-        incrs.append(_log_incr(_log_ratio(current), d_beta))
+        incrs.append(log_incr(log_ratio(current), d_beta))
         merged = np.concatenate(merge_log_weights(weights))
         gamma = conditional_ess(merged, np.concatenate(incrs)) / merged.size
         i += 1
     merged = np.concatenate(merge_log_weights(weights))
-    return _concat(states), merged, np.concatenate(incrs), i, gamma
+    return concat(states), merged, np.concatenate(incrs), i, gamma
 
 
-def _reweight(kernel: _Kernel, state, log_w, beta, new_beta, acc, rec):
+def _reweight(kernel: Kernel, state, log_w, beta, new_beta, acc, rec):
     """Steps 3-4 (with ARM's expansion): returns the state and normalized log weights."""
     s, n = kernel.settings, log_w.size
-    log_ratio = _log_ratio(state)
-    log_incr = _log_incr(log_ratio, new_beta - beta)
-    gamma = conditional_ess(log_w, log_incr) / n
+    ratio = log_ratio(state)
+    incr = log_incr(ratio, new_beta - beta)
+    gamma = conditional_ess(log_w, incr) / n
     n_exp = 0
     if s.arm and gamma < s.arm_threshold and s.max_expansions > 0:
-        state, log_w, log_incr, n_exp, gamma = _expand(
-            kernel, state, log_w, log_ratio, new_beta - beta, beta, gamma, acc
+        state, log_w, incr, n_exp, gamma = _expand(
+            kernel, state, log_w, ratio, new_beta - beta, beta, gamma, acc
         )
-    if not np.any(np.isfinite(log_w + log_incr)):
+    if not np.any(np.isfinite(log_w + incr)):
         raise RuntimeError(f"every particle has weight zero at beta = {new_beta:.6g}")
-    cess = conditional_ess(log_w, log_incr)
-    increment = log_increment(log_w, log_incr)
-    log_w = normalize_log_weights(log_w + log_incr)
+    cess = conditional_ess(log_w, incr)
+    increment = log_increment(log_w, incr)
+    log_w = normalize_log_weights(log_w + incr)
     ess = kish_ess(log_w)
     resampled = log_w.size > n or ess < s.resample_threshold * log_w.size
     row = (new_beta, increment, ess, cess, gamma, log_w.size, n_exp, resampled)
     for key, value in zip(STAGE_KEYS, row, strict=False):
         rec[key].append(float(value))
     if resampled:
-        state = _take(state, resample_indices(log_w, n, kernel.rng, s.resampling))
+        state = take(state, resample_indices(log_w, n, kernel.rng, s.resampling))
         log_w = np.full(n, -np.log(n))
     return state, log_w
 
 
-def _stage(kernel: _Kernel, state, log_w, beta, fixed, rec):
+def _stage(kernel: Kernel, state, log_w, beta, fixed, rec):
     """One stage from ``beta = rec["beta"][-1]``: move, next beta, reweight, resample."""
     k = len(rec["beta"]) - 1
     acc = []
@@ -284,21 +206,21 @@ def _stage(kernel: _Kernel, state, log_w, beta, fixed, rec):
     if fixed is not None:
         new_beta = float(fixed[k + 1])
     else:
-        new_beta = next_beta(beta, _log_ratio(state), log_w, kernel.settings.target_ess)
+        new_beta = next_beta(beta, log_ratio(state), log_w, kernel.settings.target_ess)
     state, log_w = _reweight(kernel, state, log_w, beta, new_beta, acc, rec)
     rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
     rec["n_moves"].append(float(len(acc)))
-    kernel.scale = _spread(state.x, log_w, kernel.scale)
+    kernel.scale = spread(state.x, log_w, kernel.scale)
     kernel.tune(acc)
     return state, log_w, new_beta
 
 
-def _finish(kernel: _Kernel, state, log_w, rec) -> State:
+def _finish(kernel: Kernel, state, log_w, rec) -> State:
     """At ``beta = 1``: resample to equal weights (if needed), then move once more."""
     n = log_w.size
     if np.ptp(log_w) > 0:
-        state = _take(state, resample_indices(log_w, n, kernel.rng, kernel.settings.resampling))
-        kernel.scale = _spread(state.x, np.zeros(n), kernel.scale)
+        state = take(state, resample_indices(log_w, n, kernel.rng, kernel.settings.resampling))
+        kernel.scale = spread(state.x, np.zeros(n), kernel.scale)
     rec["step_size"].append(kernel.step_size)
     state, acc = kernel.move(state, 1.0)
     rec["acceptance"].append(float(np.mean(acc)))
@@ -366,7 +288,7 @@ def run_resample_move(
     if n < 2:
         raise ValueError(f"need at least 2 particles, got {n}")
     log_w = np.full(n, -np.log(n))
-    kernel = _Kernel(density, rng, s, float(s.step_size), _spread(state.x, log_w, None))
+    kernel = Kernel(density, rng, s, float(s.step_size), spread(state.x, log_w, None))
     calls0 = density.n_calls
     rec = {key: [] for key in STAGE_KEYS}
     start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)

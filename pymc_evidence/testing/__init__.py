@@ -21,6 +21,7 @@ from pymc_evidence.testing.hard import (
     prior_conflict,
     ring,
     symmetric_mixture,
+    unequal_modes,
 )
 from pymc_evidence.testing.hard_hierarchical import centred_radon_slopes, noncentred_radon_slopes
 from pymc_evidence.testing.models import (
@@ -55,4 +56,5 @@ __all__ = [
     "prior_conflict",
     "ring",
     "symmetric_mixture",
+    "unequal_modes",
 ]

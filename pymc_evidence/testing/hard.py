@@ -12,7 +12,8 @@ and a real-data hierarchical model in its centred (funnel) form.
 All priors are proper, constants are float64 arrays and every density is an ordinary
 observed PyMC likelihood (no ``pm.Potential``), so ``log_z`` is the evidence PyMC scores.
 
-The factories live in :mod:`pymc_evidence.testing.hard_geometry` (posterior geometry) and
+The factories live in :mod:`pymc_evidence.testing.hard_geometry` (posterior geometry),
+:mod:`pymc_evidence.testing.hard_modes` (modes of unequal mass and basin) and
 :mod:`pymc_evidence.testing.hard_hierarchical` (hierarchical models); this module re-exports
 them and holds the registry :data:`HARD_MODELS`.
 """
@@ -34,6 +35,7 @@ from pymc_evidence.testing.hard_hierarchical import (
     hierarchical_normal_cauchy,
     noncentred_radon_intercepts,
 )
+from pymc_evidence.testing.hard_modes import unequal_modes
 from pymc_evidence.testing.models import AnalyticModel
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "prior_conflict",
     "ring",
     "symmetric_mixture",
+    "unequal_modes",
 ]
 
 
@@ -54,6 +57,7 @@ HARD_MODELS: dict[str, Callable[[], AnalyticModel]] = {
     "hierarchical_normal_cauchy": hierarchical_normal_cauchy,
     "bimodal_1d": bimodal_1d,
     "symmetric_mixture": symmetric_mixture,
+    "unequal_modes": unequal_modes,
     "phase_transition": phase_transition,
     "phase_transition_centred": phase_transition_centred,
     "prior_conflict": prior_conflict,

@@ -165,6 +165,18 @@ def symmetric_mixture(
     return AnalyticModel("symmetric_mixture", model, log_z, description, data)
 
 
+def observe_bumps(x, d: int, centres, sigmas, weights) -> None:
+    """Add ``y = 0`` observed under a ``pm.Mixture`` of ``MvNormal(x - c_k, s_k^2 I)``: the
+    likelihood ``sum_k w_k N(x; c_k, s_k^2 I)`` of Gaussian bumps (``c_k`` scalars or
+    length-``d`` vectors), inside the current model with a ``"dim"`` coordinate."""
+    eye = np.eye(d)
+    comps = [
+        pm.MvNormal.dist(mu=x - _f64(c), cov=_f64(s**2 * eye))
+        for c, s in zip(centres, sigmas, strict=True)
+    ]
+    pm.Mixture("y", w=_f64(weights), comp_dists=comps, observed=np.zeros(d), dims="dim")
+
+
 def phase_transition(
     d: int = 10,
     *,
@@ -234,15 +246,9 @@ def phase_transition(
     log_z = float(special.logsumexp(terms) - d * math.log(2.0 * h))
     share = float(np.exp(terms[1] - special.logsumexp(terms)))
 
-    eye = np.eye(d)
     with pm.Model(coords={"dim": np.arange(d)}) as model:
         x = pm.Uniform("x", lower=_f64(-h), upper=_f64(h), dims="dim")
-        comps = [
-            pm.MvNormal.dist(mu=x, cov=_f64(bump_sigma**2 * eye)),
-            pm.MvNormal.dist(mu=x - _f64(c), cov=_f64(spike_sigma**2 * eye)),
-        ]
-        w = _f64([1.0 - spike_mass, spike_mass])
-        pm.Mixture("y", w=w, comp_dists=comps, observed=np.zeros(d), dims="dim")
+        observe_bumps(x, d, [0.0, c], [bump_sigma, spike_sigma], [1.0 - spike_mass, spike_mass])
 
     description = (
         f"x ~ U(-{h:g}, {h:g})^{d}; L = {1 - spike_mass:g} N(x; 0, {bump_sigma:g}^2 I) + "

@@ -1,0 +1,154 @@
+"""The moves of resample-move SMC: batched HMC whose step size and scale follow the particles.
+
+:class:`Kernel` moves every particle of a stage by at least ``n_moves`` HMC steps at the
+stage's ``beta`` and then, a block of :data:`MOVE_BLOCK` at a time up to ``max_moves``, until
+the ranks of ``log f - log q`` (what the next weights are functions of) no longer correlate
+with their values before the moves. The scale is the particles' weighted standard deviation
+per coordinate (:func:`spread`, set by the caller at each stage); the step size, in units
+of that scale, is tuned towards ``target_accept`` between stages and blocks.
+
+A step size carried over from the last stage can be far too large for the next one (the
+target narrows as ``beta`` grows, a narrow mode or a strongly correlated posterior needs a
+smaller step than the spread suggests), and a trajectory with such a step diverges. Before
+the first move of a stage, :meth:`Kernel.settle` therefore runs trial trajectories from a
+few particles (nothing is accepted, and they are not counted as the kernel's trajectories)
+and halves the step until none diverges, as NUTS picks a first step size (Hoffman & Gelman
+2014, Algorithm 4); a move in which more than :data:`DIVERGING_HALVE` of the trajectories
+still diverge halves it again. The scale, the step and the trial particles never depend on
+a particle's own position at the move, so every move is ``pi_beta``-invariant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+from ..estimators.logspace import normalize_log_weights
+from .hmc import State, hmc_step
+
+__all__ = [
+    "DIVERGING_HALVE",
+    "MAX_HALVINGS",
+    "MOVE_BLOCK",
+    "TRIAL_PARTICLES",
+    "Kernel",
+    "concat",
+    "log_incr",
+    "log_ratio",
+    "spread",
+    "take",
+]
+
+#: Moves beyond ``n_moves`` come in blocks of this many HMC steps.
+MOVE_BLOCK = 5
+#: A move in which more than this share of the trajectories diverged halves the step size
+#: at once (an inherited step far too large for the new stage, or for a narrow mode).
+DIVERGING_HALVE = 0.01
+#: Particles that run the trial trajectories of :meth:`Kernel.settle`, and the most halvings.
+TRIAL_PARTICLES = 64
+MAX_HALVINGS = 10
+
+
+def log_ratio(state: State) -> np.ndarray:
+    """``log f - log q``; NaN (e.g. ``-inf - -inf``) becomes ``-inf`` (weight zero)."""
+    with np.errstate(invalid="ignore"):
+        ratio = state.log_f - state.log_q
+    return np.where(np.isnan(ratio), -np.inf, ratio)
+
+
+def log_incr(ratio: np.ndarray, d_beta: float) -> np.ndarray:
+    """Incremental log weights ``d_beta * (log f - log q)`` (``-inf`` stays ``-inf``)."""
+    if d_beta == 0.0:
+        return np.zeros_like(ratio)
+    return np.where(ratio == -np.inf, -np.inf, d_beta * ratio)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Rank correlation over the particles where both are finite (0 when one is flat); ranks,
+    as a few particles stuck far out in a tail would hold a Pearson correlation up alone."""
+    keep = np.isfinite(a) & np.isfinite(b)
+    if np.sum(keep) < 3:
+        return 0.0
+    a, b = rankdata(a[keep]), rankdata(b[keep])
+    a, b = a - a.mean(), b - b.mean()
+    denominator = np.sqrt(np.sum(a**2) * np.sum(b**2))
+    return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
+
+
+def take(state: State, index) -> State:
+    """The particles at ``index`` (resampling, trial subsets)."""
+    return State(*(getattr(state, k)[index] for k in ("x", "log_f", "log_q", "grad_f", "grad_q")))
+
+
+def concat(states) -> State:
+    """The particles of several states, stacked (ARM's merged sets)."""
+    keys = ("x", "log_f", "log_q", "grad_f", "grad_q")
+    return State(*(np.concatenate([getattr(s, k) for s in states]) for k in keys))
+
+
+def spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+    """Weighted standard deviation per coordinate (the previous scale where it is ~0)."""
+    w = np.exp(normalize_log_weights(log_w))
+    mean = w @ x
+    std = np.sqrt(np.maximum(w @ (x - mean) ** 2, 0.0))
+    fallback = np.ones(x.shape[1]) if previous is None else previous
+    return np.where(std > 1e-10, std, fallback)
+
+
+@dataclass
+class Kernel:
+    """The HMC kernel of the current stage and its cost counters (mutable, per run)."""
+
+    density: object
+    rng: np.random.Generator
+    settings: object  # SMCSettings of engines.smc
+    step_size: float
+    scale: np.ndarray
+    particle_moves: int = 0
+
+    def move(self, state: State, beta: float) -> tuple[State, list[float]]:
+        """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
+        ``log f - log q`` still correlates with its value before the moves."""
+        s, acc, start = self.settings, [], log_ratio(state)
+        self.settle(state, beta)
+        while len(acc) < s.max_moves:
+            state, info = hmc_step(
+                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
+            )
+            acc.append(float(np.mean(info.acceptance)))
+            if np.mean(info.diverging) > DIVERGING_HALVE:
+                self.step_size *= 0.5
+            if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
+                if _correlation(start, log_ratio(state)) <= s.decorrelation:
+                    break
+                self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
+        self.particle_moves += state.x.shape[0] * len(acc)
+        return state, acc
+
+    def settle(self, state: State, beta: float) -> None:
+        """Halve the step size while a trial trajectory from one of
+        :data:`TRIAL_PARTICLES` particles (drawn at random) diverges. The trials move
+        nothing and leave the density's counters of trajectories and non-finite points as
+        they were (their density calls count as cost)."""
+        n = state.x.shape[0]
+        trial = take(state, self.rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
+        before = self.density.counts()
+        for _ in range(MAX_HALVINGS):
+            _, info = hmc_step(
+                trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
+                self.rng, self.scale,
+            )  # fmt: skip
+            if not np.any(info.diverging):
+                break
+            self.step_size *= 0.5
+        after = self.density.counts()
+        self.density.add_counts(tuple(b - a for a, b in zip(after, before, strict=True)))
+
+    def tune(self, acceptance: list[float]) -> None:
+        """``step *= exp(step_gain * (mean acceptance - target_accept))``, clipped to e^±1."""
+        if acceptance:
+            s = self.settings
+            change = s.step_gain * (float(np.mean(acceptance)) - s.target_accept)
+            self.step_size *= float(np.exp(np.clip(change, -1.0, 1.0)))
