@@ -16,8 +16,8 @@ reverse path. Then ``logmeanexp(-W_f)`` is the AIS estimate, ``-logmeanexp(W_r)`
 reverse (RAISE) estimate, and ``-mean(W_f) <= log Z <= -mean(W_r)``.
 
 Kernels must be identical in both directions: the forward run tunes its step size *between*
-stages only and records the per-stage values in ``info.step_sizes``; pass them (and
-``info.scale``) to :func:`run_reverse_ais`.
+stages only (halved after a move with over 1 % diverging trajectories) and records it per
+stage in ``info.step_sizes``; pass them (and ``info.scale``) to :func:`run_reverse_ais`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 from ..estimators.logspace import kish_ess
 from .hmc import hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
+from .smc_kernel import DIVERGING_HALVE
 
 __all__ = [
     "adaptive_schedule",
@@ -64,8 +65,7 @@ def sigmoidal_schedule(n: int, scale: float = 4.0) -> np.ndarray:
 
     Examples
     --------
-    >>> b = sigmoidal_schedule(10)
-    >>> float(b[0]), float(b[-1]), bool(abs(b[5] - 0.5) < 1e-12)
+    >>> b = sigmoidal_schedule(10); float(b[0]), float(b[-1]), bool(abs(b[5] - 0.5) < 1e-12)
     (0.0, 1.0, True)
     """
     t = np.arange(int(n) + 1) / int(n)
@@ -148,12 +148,13 @@ def _weighted_var(values, log_w) -> float:
 
 
 def _move(state, beta, density, step_size, n_leapfrog, n_steps, rng, scale):
-    """``n_steps`` HMC steps at ``beta``; returns the state and the mean acceptance."""
-    acc = []
+    """``n_steps`` HMC steps at ``beta``: the state, the mean acceptance, the diverging share."""
+    acc, div = [], [0.0]
     for _ in range(int(n_steps)):
         state, info = hmc_step(state, beta, density, step_size, n_leapfrog, rng, scale=scale)
         acc.append(np.mean(info.acceptance))
-    return state, float(np.mean(acc)) if acc else np.nan
+        div.append(np.mean(info.diverging))
+    return state, float(np.mean(acc)) if acc else np.nan, float(max(div))
 
 
 def run_forward_ais(
@@ -196,7 +197,7 @@ def run_forward_ais(
         (for a prior base, those of the starting particles).
     target_accept : float
         Between stages (never inside one) the step size is multiplied by 1.1 when the
-        stage's mean acceptance exceeded this, by 0.9 otherwise.
+        stage's mean acceptance exceeded this, by 0.9 otherwise (halved after divergences).
     adapt_step_size : bool
         Turn that tuning off (constant step size).
     x0 : ndarray, shape (n_particles, d), optional
@@ -261,10 +262,12 @@ def run_forward_ais(
         if fixed:
             eps = float(fixed_steps[t])
         step_sizes[t] = eps
-        state, acceptance[t] = _move(
+        state, acceptance[t], diverged = _move(
             state, betas[t], density, eps, n_leapfrog, n_steps_per_stage, rng, scale
         )
-        if adapt_step_size and not fixed:
+        if adapt_step_size and not fixed and diverged > DIVERGING_HALVE:
+            eps = step_sizes[t] = eps / 2  # runs that follow this pilot use the half here
+        elif adapt_step_size and not fixed:
             eps *= 1.1 if acceptance[t] > target_accept else 0.9
     with np.errstate(invalid="ignore"):
         path_var[n_stages] = _weighted_var(state.log_f - state.log_q, log_w)
@@ -380,7 +383,7 @@ def run_reverse_ais(
         log_w = log_w + inc
         mean_inc[k + 1] = float(np.mean(inc))
         if k > 0:
-            state, acceptance[k] = _move(
+            state, acceptance[k], _ = _move(
                 state, betas[k], density, step_sizes[k], n_leapfrog, n_steps_per_stage, rng, scale
             )
         if callback is not None:
