@@ -137,6 +137,6 @@ def test_a_mode_with_a_small_basin_is_found(two_modes, method):
 
 def test_reverse_runs_say_when_their_draws_miss_a_mode_of_the_base(two_modes):
     """The NUTS chains that start rais never enter the narrow mode the base holds: the
-    estimate is off (+0.21 at seed 1) and the warning says why."""
+    estimate is off (+0.24 at seed 1) and the warning says why."""
     with pytest.warns(pme.CrossCheckWarning, match="never came near a mode that the base"):
         pme.sample_evidence(two_modes.model, "rais", random_seed=1, progressbar=False)

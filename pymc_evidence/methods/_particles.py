@@ -67,7 +67,7 @@ def unvisited_base_modes(base, x: np.ndarray) -> list:
     Reverse runs start only where the draws are: NUTS chains rarely cross between separated
     modes, so a mode the base holds (the mode search found it) but no chain entered is
     missing from the reverse and two-way estimates. On ``testing.unequal_modes`` (a narrow
-    mode with 30 % of ``Z``), seed 1: rais +0.21 ± 0.04, lis +0.16 ± 0.05, bar +0.09 ± 0.03,
+    mode with 30 % of ``Z``), seed 1: rais +0.24 ± 0.04, lis +0.10 ± 0.03, bar +0.09 ± 0.03,
     while smc and ais, which anneal from the base, were within 0.04.
     """
     if not isinstance(base, MixtureBase):
