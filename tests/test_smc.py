@@ -111,12 +111,16 @@ def test_smc_log_evidence_record_and_single_run():
     est = smc_log_evidence(log_z, np.full(4, 0.01), method="arm")
     z = np.exp(log_z - est.log_z)
     assert np.isclose(est.log_z, np.log(np.mean(np.exp(log_z))))
-    spread = np.std(z, ddof=1) / 2  # 0.032; widened for 4 runs: 0.052, above the proxy's 0.05
-    t_over_z = 3.182446 / 1.959964  # t_3 and normal 97.5 % quantiles
+    spread = np.std(z, ddof=1) / 2  # 0.032, below the proxy's 0.05
     assert np.isclose(est.diagnostics["spread_se"], spread) and est.method == "arm"
-    assert np.isclose(est.diagnostics["proxy_se"], 0.05) and np.isclose(est.se, spread * t_over_z)
-    tight = smc_log_evidence(log_z * 0.5, np.full(4, 0.01))  # widened spread 0.026: proxy floors
+    assert np.isclose(est.diagnostics["proxy_se"], 0.05)
+    # pooled: 3 dof of spread, 2 of proxy; widened by t_5 / z (2.570582 / 1.959964)
+    pooled = np.sqrt((3 * spread**2 + 2 * 0.05**2) / 5)  # 0.041, then 0.054
+    assert np.isclose(est.se, pooled * 2.570582 / 1.959964)
+    tight = smc_log_evidence(log_z * 0.1, np.full(4, 0.01))  # widened pooled 0.044: proxy floors
     assert np.isclose(tight.se, 0.05)
+    bare = smc_log_evidence(log_z)  # no proxy: the spread, widened for its 3 dof (t_3 / z)
+    assert np.isclose(bare.se, spread * 3.182446 / 1.959964)
     np.testing.assert_allclose(est.per_chain_se, 0.1)
     with pytest.warns(EvidenceWarning, match="single SMC run"):
         one = smc_log_evidence([-3.0])
@@ -268,7 +272,7 @@ def test_smc_results_group(regression, tmp_path):
 
 def test_adaptive_schedule_per_run_is_still_offered(regression):
     idata, est = _estimate(
-        regression.model, "smc", base="prior", n_particles=300, n_runs=4, schedule="adaptive"
+        regression.model, "smc", base="prior", n_particles=300, n_runs=2, schedule="adaptive"
     )
     group = get_group(idata, "log_evidence")
     assert group.attrs["schedule"] == "adaptive" and "pilot_particles" not in group.attrs
