@@ -336,7 +336,7 @@ class EvidenceProblem:
         outputs = list(model.free_RVs) + list(model.deterministics)
         if self._outputs_fn is None:  # compiled once per problem
             graph = model.replace_rvs_by_values(outputs)
-            self._outputs_fn = self.space.compile_raveled(graph)
+            self._outputs_fn = self.space.compile_raveled(graph, jit=False)
         fn = self._outputs_fn
         rows = [fn(row) for row in x.reshape(-1, x.shape[-1])]
         data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pymc as pm
 
 from ..base._compile import resolve_backend, use_backend
+from ..base.batched_logp import backends_used
 from ..estimators.pooling import cross_check
 from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
@@ -97,20 +98,21 @@ def sample_evidence(
         the base's starting points variable by variable).
         ``idata_kwargs={"log_likelihood": True}`` adds a ``log_likelihood`` group of the
         returned posterior, for any method.
-    backend : {None, "default", "jax"}
-        The PyTensor backend of the batched log density and gradient (all particles in one
-        call) that the particle methods (``smc``, ``arm``, ``ais``, ``rais``, ``bar``,
-        ``lis``) and the ADVI base fit evaluate. ``None`` is PyTensor's default, unless
-        ``compile_kwargs={"mode": "JAX"}`` is given, which means ``"jax"`` (and is then
-        not refused by the particle methods). ``"jax"`` compiles with PyTensor's JAX linker
-        (``mode="JAX"``), so that :func:`jax.jit` runs it on the device jax has, a GPU with
-        ``pip install "jax[cuda12]"``; it needs jax (``pip install pymc_evidence[jax]``),
-        switches on ``jax_enable_x64`` (float64 throughout, as on the default backend) and
-        runs the independent runs of ``smc``/``arm`` in this process (``cores`` is then
-        ignored for them). A model with an op PyTensor cannot run on JAX raises
-        ``NotImplementedError`` naming it (nothing falls back silently: use
-        ``backend=None``). NUTS runs are unaffected: use ``nuts_sampler="numpyro"`` or
-        ``"blackjax"`` (or nutpie) for them.
+    backend : {None, "auto", "default", "jax"}
+        Where the batched log density and gradient (all particles in one call) that the
+        particle methods (``smc``, ``arm``, ``ais``, ``rais``, ``bar``, ``lis``) and the
+        ADVI base fit evaluate is compiled. ``None`` is ``"auto"``, unless
+        ``compile_kwargs={"mode": "JAX"}`` is given, which means ``"jax"`` (and is then not
+        refused by the particle methods). ``"auto"``: on JAX, the model's single-point
+        graph batched by :func:`jax.vmap` and compiled by :func:`jax.jit` (about a second
+        for a new model, where numba takes tens of seconds), or PyTensor's default linker
+        where jax cannot run one of the model's ops. ``"default"``: PyTensor's default
+        linker (numba on PyMC 6, C on PyMC 5). ``"jax"``: JAX on the device jax has, a GPU
+        with ``pip install "jax[cuda12]"``, and a model with an op JAX cannot run raises
+        ``NotImplementedError`` naming it. On JAX, ``jax_enable_x64`` is switched on
+        (float64 throughout) and the independent runs of ``smc``/``arm`` run in this
+        process (``cores`` is then not used for them). NUTS runs are unaffected: use
+        ``nuts_sampler="numpyro"`` or ``"blackjax"`` (or nutpie) for them.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
         terms as part of the likelihood) and ``reparam`` (``"auto"``, default: work on the
@@ -217,8 +219,9 @@ def sample_evidence(
             problem.method_slot = slot  # independent random numbers for each method
             results.append(spec.run(problem, options))
     attrs = _call_attrs(problem)
-    if backend != "default":
-        attrs["backend"] = backend
+    used = backends_used(problem.model)
+    if used:
+        attrs["backend"] = ",".join(used)
     if len(results) == 1:
         result = results[0]
         attrs.update(result.attrs)

@@ -6,10 +6,11 @@ vectorize_graph`), cached per model. PyMC's parameter checks are first turned in
 switches, so one row outside the support gives ``-inf`` for that row only. ADVI evaluates
 all restarts and Monte Carlo draws of a step with one call.
 
-The function is compiled on PyTensor's default backend or, with ``backend="jax"`` (or
-inside :func:`~pymc_evidence.base._compile.use_backend`), on its JAX linker, whose
-:func:`jax.jit` runs it on the device jax has (a GPU with the CUDA build of jax);
-``jax_enable_x64`` is then switched on, so the values are float64 on either backend.
+The function is compiled on JAX by default (``backend="auto"``: the single-point graph
+batched by :func:`jax.vmap`, see :mod:`~pymc_evidence.base.jax_rows`; on the device jax has,
+a GPU with the CUDA build of jax), or on PyTensor's default linker (``backend="default"``, or
+where jax cannot run the model). ``jax_enable_x64`` is switched on, so the values are
+float64 on either backend.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytensor.tensor as pt
 
-from ._compile import checks_to_ninf, compile_rows, current_backend, resolve_backend
+from ._compile import checks_to_ninf, compile_rows, current_backend, is_jax_rows, resolve_backend
 from .space import ModelSpace
 
-__all__ = ["BatchedLogp", "batched_logp"]
+__all__ = ["BatchedLogp", "backends_used", "batched_logp"]
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -41,7 +42,8 @@ class BatchedLogp:
         True when one compiled function evaluates all rows; False when a single-point
         function is called row by row (the fallback when vectorization fails).
     backend : str
-        ``"default"`` or ``"jax"``: the PyTensor backend it was compiled with.
+        ``"default"`` or ``"jax"``: the backend it was compiled with (``"auto"`` gives
+        ``"jax"`` unless jax is missing or cannot run the model).
     """
 
     vectorized: bool
@@ -90,11 +92,10 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
         Vectorize over rows with :func:`~pytensor.graph.replace.vectorize_graph`. If False,
         or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
         are evaluated in a Python loop by a single-point function.
-    backend : {None, "default", "jax"}
-        The PyTensor backend; None takes the one of the context
-        (:func:`~pymc_evidence.base._compile.use_backend`, ``"default"`` outside one).
-        ``"jax"`` compiles with ``mode="JAX"`` after switching on ``jax_enable_x64``
-        (values stay float64) and needs jax (``pip install pymc_evidence[jax]``).
+    backend : {None, "auto", "default", "jax"}
+        None takes the one of the context (:func:`~pymc_evidence.base._compile.use_backend`,
+        ``"auto"`` outside one): JAX, or PyTensor's default linker where jax cannot run the
+        model. ``"jax"`` refuses such a model instead.
 
     Returns
     -------
@@ -124,9 +125,15 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
     key = (bool(vectorize), backend)
     if key not in per_model:
         vectorized, fn = _compile_batched(space, *key)
-        per_model[key] = BatchedLogp(vectorized=vectorized, _fn=fn, backend=backend)
+        used = "jax" if is_jax_rows(fn) else "default"
+        per_model[key] = BatchedLogp(vectorized=vectorized, _fn=fn, backend=used)
     return per_model[key]
 
 
 # ------------------------------------------------------------------------------------------
 # Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
+
+
+def backends_used(model) -> tuple[str, ...]:
+    """The backends of the batched densities compiled for ``model`` so far (sorted)."""
+    return tuple(sorted({fn.backend for fn in _CACHE.get(model, {}).values()}))

@@ -92,7 +92,7 @@ def _compile_draws(space: ModelSpace):
         resized = {rv: change_dist_size(rv, (n,), expand=True) for rv in roots}
         batched = [pt.reshape(v, (n, -1)) for v in _batch(outs, resized)]
         flat = replace_rng_nodes([pt.concatenate(batched, axis=1)])[0]
-        return compile_fn([n], flat), find_rng_nodes([flat]), True
+        return compile_fn([n], flat, jit=False), find_rng_nodes([flat]), True
     except Exception as err:  # a distribution that cannot be batched
         warnings.warn(
             f"could not vectorize prior draws ({err!r}); drawing one point at a time",
@@ -100,7 +100,7 @@ def _compile_draws(space: ModelSpace):
             stacklevel=4,
         )
     flat = replace_rng_nodes([pt.concatenate([pt.flatten(v) for v in outs])])[0]
-    return compile_fn([], flat), find_rng_nodes([flat]), False
+    return compile_fn([], flat, jit=False), find_rng_nodes([flat]), False
 
 
 def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:

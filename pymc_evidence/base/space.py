@@ -94,11 +94,12 @@ class ModelSpace:
             start += size
         return flat, graph_replace(graphs, replace, strict=False)
 
-    def compile_raveled(self, graph, model: pm.Model | None = None):
+    def compile_raveled(self, graph, model: pm.Model | None = None, *, jit: bool = True):
         """Compile ``graph`` (in the value variables of ``model``, default this space's model,
-        or a clone of it) as a function of one flat vector."""
+        or a clone of it) as a function of one flat vector (``jit=False``: no JIT, for
+        functions called a few times; see :func:`~pymc_evidence.base._compile.compile_fn`)."""
         flat, graph = self.on_flat(graph, (model or self.model).value_vars)
-        return compile_fn([flat], graph)
+        return compile_fn([flat], graph, jit=jit)
 
     def unconstrain(self, values: dict) -> np.ndarray:
         """Map constrained draws (dict of free-variable name to array with leading sample
@@ -131,7 +132,8 @@ class ModelSpace:
         (the form ``pm.sample(initvals=...)`` takes)."""
         if self._constrain is None:
             rvs = self.model.free_RVs
-            self._constrain = self.compile_raveled(self.model.replace_rvs_by_values(rvs))
+            graph = self.model.replace_rvs_by_values(rvs)
+            self._constrain = self.compile_raveled(graph, jit=False)
         values = self._constrain(np.asarray(x, dtype=float))
         return {rv.name: np.asarray(v) for rv, v in zip(self.model.free_RVs, values, strict=True)}
 
@@ -149,7 +151,7 @@ def _compile_unconstrain(model: pm.Model):
         transform = model.rvs_to_transforms.get(rv)
         outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
     outputs = graph_replace(outputs, to_input, strict=False)
-    return compile_fn(inputs, outputs)
+    return compile_fn(inputs, outputs, jit=False)
 
 
 def model_space(model: pm.Model | None = None) -> ModelSpace:

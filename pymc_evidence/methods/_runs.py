@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import current_backend
+from ..base._compile import uses_jax
 
 __all__ = ["map_runs", "n_workers"]
 
@@ -36,7 +36,7 @@ def n_workers(cores: int | None, n_runs: int) -> int:
     >>> n_workers(1, 4)
     1
     """
-    if "fork" not in multiprocessing.get_all_start_methods() or current_backend() == "jax":
+    if "fork" not in multiprocessing.get_all_start_methods() or uses_jax():
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))
