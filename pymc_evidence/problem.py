@@ -336,13 +336,11 @@ class EvidenceProblem:
         outputs = list(model.free_RVs) + list(model.deterministics)
         if self._outputs_fn is None:  # compiled once per problem
             graph = model.replace_rvs_by_values(outputs)
-            self._outputs_fn = self.space.compile_raveled(graph, jit=False)
-        fn = self._outputs_fn
-        rows = [fn(row) for row in x.reshape(-1, x.shape[-1])]
+            self._outputs_fn = self.space.compile_raveled_rows(graph)
+        rows = self._outputs_fn(x.reshape(-1, x.shape[-1]))
         data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
         for i, var in enumerate(outputs):
-            values = np.stack([np.asarray(r[i]) for r in rows]).reshape((n_chain, n_draw, -1))
-            values = values.reshape((n_chain, n_draw) + np.shape(rows[0][i]))
+            values = np.asarray(rows[i]).reshape((n_chain, n_draw) + np.shape(rows[i])[1:])
             dims = _dims_of(model, var.name, values.ndim - 2)
             data[var.name] = (("chain", "draw") + dims, values)
             for dim in dims:

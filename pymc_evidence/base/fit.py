@@ -33,6 +33,16 @@ COMBINE_METHODS = ("moments", "mixture")
 DEFAULT_RESTARTS = 8
 
 
+def _relabel_once(update, label):
+    """``update`` that also sets the bar's description to ``label`` at its first call."""
+    pending = [label]
+
+    def callback(done, total=None):
+        update(done, total, description=pending.pop() if pending else None)
+
+    return callback
+
+
 def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar):
     """ADVI from every start at once, each fit evaluated by fresh Monte Carlo draws.
 
@@ -40,7 +50,8 @@ def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, 
     """
     density = batched_logp(space)
     label = f"{'Full-rank ADVI' if fullrank else 'ADVI'} base, {len(starts)} restarts"
-    with progress_bar(label, n_steps, enabled=progressbar) as update:
+    first = f"{label}: compiling the model's log density"  # until the first step is done
+    with progress_bar(first, n_steps, enabled=progressbar) as update:
         result = run_advi(
             density,
             starts,
@@ -48,7 +59,7 @@ def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, 
             n_steps=n_steps,
             learning_rate=learning_rate,
             rng=rng,
-            callback=update,
+            callback=None if update is None else _relabel_once(update, label),
         )
     kind = "fullrank_advi" if fullrank else "advi"
     ok = [k for k, err in enumerate(result.errors) if err is None]

@@ -95,9 +95,10 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
         An op with no JAX implementation, or a graph jax cannot trace (the message names it).
     """
     jax = require_jax()
-    fn, shared = _jaxified(flat, outputs, what)
+    single = not isinstance(outputs, list | tuple)
+    fn, shared = _jaxified(flat, [outputs] if single else list(outputs), what)
     in_axes = (0,) + (None,) * len(shared)
-    rows = JaxRows(jax.jit(jax.vmap(fn, in_axes=in_axes)), shared, what, int(ndim))
+    rows = JaxRows(jax.jit(jax.vmap(fn, in_axes=in_axes)), shared, what, int(ndim), single)
     if check:
         rows.trace()
     return rows
@@ -112,8 +113,9 @@ class JaxRows:
     a few compiled shapes instead of compiling for each.
     """
 
-    def __init__(self, fn, shared, what: str, ndim: int):
+    def __init__(self, fn, shared, what: str, ndim: int, single: bool = False):
         self.fn, self.shared, self.what, self.ndim = fn, list(shared), what, ndim
+        self.single = single  # one output graph: return its array, not a list of one
         self._values: list = [None] * len(self.shared)  # (host array, device array)
 
     def _shared_values(self) -> list:
@@ -148,9 +150,10 @@ class JaxRows:
             fill = xs[-1:] if n else np.zeros((1, xs.shape[1]))
             padded = np.concatenate([xs, np.repeat(fill, size - n, axis=0)])
         out = self.fn(padded, *self._shared_values())
-        if not isinstance(out, list | tuple):  # one output
-            return _cut(out, n)
-        return [_cut(o, n) for o in out]
+        if not isinstance(out, list | tuple):
+            out = [out]
+        out = [_cut(o, n) for o in out]
+        return out[0] if self.single else out
 
 
 def _cut(out, n: int) -> np.ndarray:

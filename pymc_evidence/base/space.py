@@ -15,7 +15,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import DictToArrayBijection, RaveledVars
-from pytensor.graph.replace import graph_replace
+from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ._compile import compile_fn
 
@@ -100,6 +100,28 @@ class ModelSpace:
         functions called a few times; see :func:`~pymc_evidence.base._compile.compile_fn`)."""
         flat, graph = self.on_flat(graph, (model or self.model).value_vars)
         return compile_fn([flat], graph, jit=jit)
+
+    def compile_raveled_rows(self, graph: list):
+        """``graph`` (a list, in this space's value variables) at every row of a matrix, with
+        no JIT: one numpy call for all rows (the graph vectorized over rows) or, where it
+        cannot be vectorized, a loop over rows. Returns ``fn(xs) -> list of arrays`` with
+        a leading dimension of ``len(xs)``; for functions called a few times per call."""
+        flat, graph = self.on_flat(graph)
+        try:
+            xs = pt.matrix("xs", dtype="float64")
+            fn = compile_fn([xs], vectorize_graph(graph, replace={flat: xs}), jit=False)
+        except Exception:  # an op that cannot be batched: one row at a time
+            one = compile_fn([flat], graph, jit=False)
+            return lambda x: [np.stack(v) for v in zip(*(one(row) for row in x), strict=True)]
+
+        def rows(x):
+            outs = fn(np.asarray(x, dtype=np.float64))
+            return [  # an output that does not depend on the row is broadcast
+                o if np.ndim(o) == var.type.ndim + 1 else np.broadcast_to(o, (len(x), *np.shape(o)))
+                for o, var in zip(outs, graph, strict=True)
+            ]
+
+        return rows
 
     def unconstrain(self, values: dict) -> np.ndarray:
         """Map constrained draws (dict of free-variable name to array with leading sample

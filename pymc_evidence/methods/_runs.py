@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -28,15 +29,15 @@ _JOB: tuple | None = None
 
 def n_workers(cores: int | None, n_runs: int) -> int:
     """Worker processes for ``n_runs`` runs: ``cores`` (default ``min(4, cpu count)`` as
-    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable, and on
-    the JAX backend (a forked copy of a process that ran JAX deadlocks; jax uses the cores).
+    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable, on JAX,
+    and once jax is imported at all (a forked copy of a process that ran JAX deadlocks).
 
     Examples
     --------
     >>> n_workers(1, 4)
     1
     """
-    if "fork" not in multiprocessing.get_all_start_methods() or uses_jax():
+    if "fork" not in multiprocessing.get_all_start_methods() or uses_jax() or "jax" in sys.modules:
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))

@@ -1,0 +1,189 @@
+#!/usr/bin/env python
+"""What a user meets: the first evidence of a new model, against PyMC, each in a fresh process.
+
+For every model of ``first_call_models.MODELS`` (models as users write them, each with a log Z
+computed independently there) and every tool:
+
+* ``pme``: ``pme.sample_evidence(random_seed=seed)``, the default method and settings;
+* ``pymc_smc``: ``pm.sample_smc(draws=2000, chains=4)``; its estimate is the mean over chains
+  of the last finite ``log_marginal_likelihood``, its se their spread / sqrt(chains);
+* ``pymc_nuts``: ``pm.sample(draws=1000, tune=1000, chains=4)``, a posterior and no evidence:
+  the cost of the posterior alone,
+
+a child process is started with an empty compile cache
+(``PYTENSOR_FLAGS=base_compiledir=<new temp dir>``: PyTensor's C cache and numba cache both live
+there), builds the model (not timed), then times the tool's first call (``first_s``: everything
+it compiles included) and a second call in the same process (``warm_s``, another seed).
+``import_s`` is the time to import pymc and the tool. Children run one at a time: on a
+shared or 2-core machine read the ratios, which are taken back to back, not the seconds.
+
+Run from the repository root (about 20-40 minutes for every model)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/first_call.py --out /tmp/first_call
+    PYTHONPATH=. .venv/bin/python benchmarks/first_call.py --models mixture_2 --tools pme
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+TOOLS = ("pme", "pymc_smc", "pymc_nuts")
+
+
+def _estimate(tool, model, seed):
+    """``(log_z, se)`` of one call of ``tool`` on ``model`` (NaN for ``pymc_nuts``)."""
+    import pymc as pm
+
+    if tool == "pme":
+        import pymc_evidence as pme
+
+        est = pme.log_evidence(
+            pme.sample_evidence(model=model, random_seed=seed, progressbar=False)
+        )
+        return float(est.log_z), float(est.se)
+    if tool == "pymc_smc":
+        idata = pm.sample_smc(
+            draws=2000, chains=4, model=model, random_seed=seed, progressbar=False
+        )
+        lml = idata.sample_stats["log_marginal_likelihood"].values
+        per_chain = []
+        for chain in lml:
+            values = np.array([np.nan if v is None else float(v) for v in np.ravel(chain)])
+            finite = values[np.isfinite(values)]
+            per_chain.append(finite[-1] if finite.size else np.nan)
+        per_chain = np.array(per_chain)
+        return float(np.mean(per_chain)), float(np.std(per_chain, ddof=1) / np.sqrt(len(per_chain)))
+    pm.sample(draws=1000, tune=1000, chains=4, model=model, random_seed=seed, progressbar=False)
+    return float("nan"), float("nan")
+
+
+def child(tool: str, name: str, seed: int) -> dict:
+    """One fresh process: build the model, time a first and a second call."""
+    t0 = time.perf_counter()
+    import pymc  # noqa: F401
+
+    if tool == "pme":
+        import pymc_evidence  # noqa: F401
+    import_s = time.perf_counter() - t0
+    sys.path.insert(0, str(HERE))
+    from first_call_models import MODELS
+
+    model, log_z = MODELS[name]()
+    out = {"tool": tool, "model": name, "truth": log_z, "import_s": import_s}
+    out["ndim"] = int(sum(np.size(v) for v in model.initial_point().values()))
+    for key, s in (("first", seed), ("warm", seed + 1)):
+        t = time.perf_counter()
+        est, se = _estimate(tool, model, s)
+        out[f"{key}_s"] = time.perf_counter() - t
+        out[f"{key}_log_z"], out[f"{key}_se"] = est, se
+    return out
+
+
+def run_child(tool, name, seed, timeout) -> dict:
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="first_call_") as cache:
+        env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
+        cmd = [sys.executable, __file__, "--child", tool, name, "--seed", str(seed)]
+        t = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"tool": tool, "model": name, "error": f"timeout after {timeout} s"}
+        wall = time.perf_counter() - t
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            result = json.loads(line[len("RESULT ") :])
+            result["process_s"] = wall
+            return result
+    return {"tool": tool, "model": name, "error": proc.stderr.strip().splitlines()[-3:]}
+
+
+def _ratio(a, b):
+    return a / b if a and b else float("nan")
+
+
+def table(results: list[dict]) -> str:
+    """One markdown row per model: times, ratios to pm.sample_smc and pm.sample, errors."""
+    by = {(r["model"], r["tool"]): r for r in results}
+    models = list(dict.fromkeys(r["model"] for r in results))
+    head = (
+        "| model | d | pme first | smc first | nuts first | pme/smc first | pme/nuts first "
+        "| pme warm | smc warm | pme/smc warm | pme error (se) | smc error (se) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    rows = [head]
+    for m in models:
+        p, s, n = (by.get((m, t), {}) for t in TOOLS)
+        d = next((r.get("ndim") for r in (p, s, n) if "ndim" in r), "")
+
+        def t_(r, k):
+            return f"{r[k]:.1f}" if k in r else r.get("error", "-") and "fail"
+
+        def err(r):
+            if "first_log_z" not in r:
+                return "-"
+            return f"{r['first_log_z'] - r['truth']:+.3f} ({r['first_se']:.3f})"
+
+        rows.append(
+            f"| {m} | {d} | {t_(p, 'first_s')} | {t_(s, 'first_s')} | {t_(n, 'first_s')} "
+            f"| {_ratio(p.get('first_s'), s.get('first_s')):.2f} "
+            f"| {_ratio(p.get('first_s'), n.get('first_s')):.2f} "
+            f"| {t_(p, 'warm_s')} | {t_(s, 'warm_s')} "
+            f"| {_ratio(p.get('warm_s'), s.get('warm_s')):.2f} | {err(p)} | {err(s)} |"
+        )
+    ratios = [
+        _ratio(by[(m, "pme")].get("first_s"), by[(m, "pymc_smc")].get("first_s"))
+        for m in models
+        if (m, "pme") in by and (m, "pymc_smc") in by
+    ]
+    ratios = [r for r in ratios if np.isfinite(r)]
+    if ratios:
+        rows.append(
+            f"\nmedian pme/smc first-call ratio: {np.median(ratios):.2f} (max {max(ratios):.2f})"
+        )
+    return "\n".join(rows)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="all")
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--out", default="/tmp/first_call")
+    parser.add_argument("--child", nargs=2, metavar=("TOOL", "MODEL"))
+    args = parser.parse_args(argv)
+    if args.child:
+        print("RESULT " + json.dumps(child(*args.child, args.seed)), flush=True)
+        return
+    sys.path.insert(0, str(HERE))
+    from first_call_models import MODELS
+
+    names = list(MODELS) if args.models == "all" else args.models.split(",")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in names:
+        for tool in args.tools.split(","):
+            result = run_child(tool, name, args.seed, args.timeout)
+            results.append(result)
+            print(json.dumps(result), flush=True)
+            (out / "results.json").write_text(json.dumps(results, indent=1))
+    text = table(results)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
