@@ -15,6 +15,7 @@ others are compared as usual.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import as_completed
@@ -248,7 +249,21 @@ def _check_call(replicas, executor, method_kwargs) -> int:
         )
     if "model" in method_kwargs:
         raise TypeError("pass the models in the models dict, not as model=")
+    _check_no_fork_after_jax(executor)
     return int(replicas)
+
+
+def _check_no_fork_after_jax(executor) -> None:
+    """Refuse a process pool that forks this process once it has run JAX (the batched
+    densities' default backend): a forked copy of JAX's threads deadlocks or crashes."""
+    context = getattr(executor, "_mp_context", None)  # a ProcessPoolExecutor's
+    if context is None or "jax" not in sys.modules or context.get_start_method() != "fork":
+        return
+    raise RuntimeError(
+        "this process has run JAX, and the executor's workers are forked from it, which "
+        "deadlocks JAX; make the pool with another start method: ProcessPoolExecutor(n, "
+        "mp_context=multiprocessing.get_context('forkserver')) (or 'spawn')"
+    )
 
 
 def compare_models(

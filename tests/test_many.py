@@ -10,6 +10,7 @@ that already runs the Dask client's threads is what Python warns against.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import tempfile
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +27,8 @@ from pymc_evidence.estimators.pooling import pool_replicas
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression, normalized_density
 
+#: Workers of a fresh server process: a fork of this process, which has run JAX, deadlocks.
+FORKSERVER = multiprocessing.get_context("forkserver")
 SEED = 20260613
 SETTINGS = dict(replicas=2, random_seed=SEED, progressbar=False, n_particles=200, n_runs=2)
 
@@ -76,7 +79,7 @@ def test_pooled_estimates_match_exact_log_z(sequential, systems):
 
 def test_process_pool_gives_the_same_table(sequential, systems):
     models = {name: s.model for name, s in systems.items()}
-    with ProcessPoolExecutor(2) as pool:
+    with ProcessPoolExecutor(2, mp_context=FORKSERVER) as pool:
         out = pme.compare_models(models, executor=pool, **SETTINGS)
     pd.testing.assert_frame_equal(out.table, sequential.table)
 
@@ -130,7 +133,10 @@ def test_unpicklable_model_is_named():
         pm.Normal("x")
     with tempfile.TemporaryFile("w") as handle:
         model.log_file = handle  # an open file for writing does not pickle
-        with ProcessPoolExecutor(1) as pool, pytest.raises(TypeError, match="'leaky'.*pickled"):
+        with (
+            ProcessPoolExecutor(1, mp_context=FORKSERVER) as pool,
+            pytest.raises(TypeError, match="'leaky'.*pickled"),
+        ):
             pme.compare_models({"leaky": model}, executor=pool, progressbar=False)
 
 
@@ -220,3 +226,13 @@ def test_pool_replicas_calibration_check():
         pool_replicas(_replicas([-1.0, np.inf], 0.1))
     with pytest.raises(ValueError, match="no replicas"):
         pool_replicas([])
+
+
+def test_forking_pool_after_jax_is_refused_with_the_fix(systems):
+    import jax.numpy as jnp
+
+    float(jnp.ones(1)[0])  # this process has run JAX
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        with pytest.raises(RuntimeError, match="forkserver"):
+            model = next(iter(systems.values())).model
+            pme.compare_models({"m": model}, executor=pool, progressbar=False)

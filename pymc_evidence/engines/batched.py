@@ -22,6 +22,8 @@ combination, for a scalar or a per-particle ``beta``, without recompiling.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -35,9 +37,13 @@ from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..transforms.tempering import _check_layout, raveled_value_vars, tempered_terms
 
-__all__ = ["BatchedDensity", "batched_log_densities"]
+__all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Guards the counters of every density (SMC runs on JAX run in threads of one process).
+_COUNTS_LOCK = threading.Lock()
+#: This thread's evaluations are not counted (:meth:`BatchedDensity.not_counted`).
+_NOT_COUNTED = threading.local()
 
 
 @dataclass(eq=False)
@@ -103,7 +109,9 @@ class BatchedDensity:
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         if x.shape[1] != self.ndim:
             raise ValueError(f"particles have dimension {x.shape[1]}, the model {self.ndim}")
-        self.n_calls += 1
+        counted = not getattr(_NOT_COUNTED, "on", False)
+        with _COUNTS_LOCK:
+            self.n_calls += 1
         if isinstance(self._fn, BatchedLogp):  # log f compiled, log q in closed form
             log_f, grad_f = self._fn(x)
             log_q, grad_q = self.base.logp_grad(x)
@@ -114,8 +122,11 @@ class BatchedDensity:
             rows = [self._fn(row) for row in x]
             out = [np.stack([np.asarray(r[k]) for r in rows]) for k in range(4)]
         out = tuple(np.asarray(o, dtype=np.float64) for o in out)
-        self.n_points += x.shape[0]
-        self.n_nonfinite += int(np.sum(~(np.isfinite(out[0]) & np.isfinite(out[1]))))
+        nonfinite = int(np.sum(~(np.isfinite(out[0]) & np.isfinite(out[1]))))
+        if counted:
+            with _COUNTS_LOCK:  # runs in threads share this density
+                self.n_points += x.shape[0]
+                self.n_nonfinite += nonfinite
         return out
 
     def counts(self) -> tuple[int, int, int, int]:
@@ -133,8 +144,23 @@ class BatchedDensity:
 
     def record_trajectories(self, diverging: np.ndarray) -> None:
         """Count HMC trajectories and their divergences (called by the kernels)."""
-        self.n_trajectories += int(np.size(diverging))
-        self.n_diverging += int(np.sum(diverging))
+        if getattr(_NOT_COUNTED, "on", False):
+            return
+        with _COUNTS_LOCK:
+            self.n_trajectories += int(np.size(diverging))
+            self.n_diverging += int(np.sum(diverging))
+
+    @staticmethod
+    @contextlib.contextmanager
+    def not_counted():
+        """Inside the block, this thread's evaluated points and trajectories leave every
+        density's counters as they are (trial moves that are not part of a run; their
+        calls still count in ``n_calls``, as cost)."""
+        _NOT_COUNTED.on = True
+        try:
+            yield
+        finally:
+            _NOT_COUNTED.on = False
 
     def diverging_fraction(self, since=(0, 0, 0, 0)) -> float:
         """Share of the HMC trajectories run after ``since`` (from :meth:`counts`) that
@@ -152,6 +178,24 @@ class BatchedDensity:
         """``beta * log f + (1 - beta) * log q`` at each row of ``x`` (``beta`` scalar or (n,))."""
         log_f, log_q, _, _ = self(x)
         return beta * log_f + (1.0 - beta) * log_q
+
+
+class CallCounter:
+    """A density that also counts its own calls: one run's cost, when runs in threads
+    share the density (whose ``n_calls`` counts them all). Anything else is the density's.
+    """
+
+    __slots__ = ("density", "n_calls")
+
+    def __init__(self, density):
+        self.density, self.n_calls = density, 0
+
+    def __call__(self, x):
+        self.n_calls += 1
+        return self.density(x)
+
+    def __getattr__(self, name):
+        return getattr(self.density, name)
 
 
 def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict):

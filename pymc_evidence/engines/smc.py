@@ -58,6 +58,7 @@ from ..estimators.smc import (
     next_beta,
     smc_variance_proxy,
 )
+from .batched import CallCounter
 from .hmc import State, init_state
 from .records import STAGE_KEYS, SMCRunInfo
 from .smc_kernel import MOVE_BLOCK, Kernel, concat, log_incr, log_ratio, spread, take
@@ -283,13 +284,13 @@ def run_resample_move(
     """
     s = settings or SMCSettings()
     fixed = s.checked_schedule()
+    density = CallCounter(density)  # this run's calls (runs may share the density)
     state = init_state(x0, density)
     n = state.x.shape[0]
     if n < 2:
         raise ValueError(f"need at least 2 particles, got {n}")
     log_w = np.full(n, -np.log(n))
     kernel = Kernel(density, rng, s, float(s.step_size), spread(state.x, log_w, None))
-    calls0 = density.n_calls
     rec = {key: [] for key in STAGE_KEYS}
     start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
     for key, value in zip(STAGE_KEYS, start, strict=False):
@@ -315,7 +316,7 @@ def run_resample_move(
         n_stages=len(rec["beta"]) - 1,
         variance_proxy=float(smc_variance_proxy(stages["n_particles"][1:], stages["cess"][1:])),
         n_particle_moves=int(kernel.particle_moves),
-        n_density_calls=int(density.n_calls - calls0),
+        n_density_calls=int(density.n_calls),
         x=state.x,
     )
     return float(np.nansum(info.log_increment)), info

@@ -134,17 +134,15 @@ class Kernel:
         they were (their density calls count as cost)."""
         n = state.x.shape[0]
         trial = take(state, self.rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
-        before = self.density.counts()
-        for _ in range(MAX_HALVINGS):
-            _, info = hmc_step(
-                trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
-                self.rng, self.scale,
-            )  # fmt: skip
-            if not np.any(info.diverging):
-                break
-            self.step_size *= 0.5
-        after = self.density.counts()
-        self.density.add_counts(tuple(b - a for a, b in zip(after, before, strict=True)))
+        with self.density.not_counted():
+            for _ in range(MAX_HALVINGS):
+                _, info = hmc_step(
+                    trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
+                    self.rng, self.scale,
+                )  # fmt: skip
+                if not np.any(info.diverging):
+                    break
+                self.step_size *= 0.5
 
     def tune(self, acceptance: list[float]) -> None:
         """``step *= exp(step_gain * (mean acceptance - target_accept))``, clipped to e^±1."""

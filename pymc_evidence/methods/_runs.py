@@ -15,13 +15,13 @@ import multiprocessing
 import os
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
 from ..base._compile import uses_jax
 
-__all__ = ["map_runs", "n_workers"]
+__all__ = ["map_runs", "n_threads", "n_workers"]
 
 #: The job the forked workers run: ``(run_one, density)``, set just before they start.
 _JOB: tuple | None = None
@@ -41,6 +41,39 @@ def n_workers(cores: int | None, n_runs: int) -> int:
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))
+
+
+def n_threads(cores: int | None, n_runs: int) -> int:
+    """Threads for ``n_runs`` runs in this process on JAX: ``cores`` (default
+    ``min(4, cpu count)``) capped at ``n_runs``; 1 off JAX. A jitted JAX function and
+    numpy's large array operations release the GIL, so runs in threads overlap.
+
+    Examples
+    --------
+    >>> n_threads(1, 4)
+    1
+    """
+    if not uses_jax():
+        return 1
+    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+    return max(1, min(cores, int(n_runs)))
+
+
+def _in_threads(run_one, seeds, threads, callback_for, on_done) -> list:
+    """The runs in ``threads`` threads, each with its own progress callback; BLAS limited
+    to one thread for all of them (set once: threadpoolctl's limits are process-wide)."""
+    results = [None] * len(seeds)
+    with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = {
+            pool.submit(run_one, i, seed, callback_for(i) if callback_for else None): i
+            for i, seed in enumerate(seeds)
+        }
+        for future in as_completed(futures):
+            i = futures[future]
+            results[i] = future.result()
+            if on_done:
+                on_done(i)
+    return results
 
 
 def _call(index: int, seed):
@@ -78,6 +111,9 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
     global _JOB
     seeds = list(seeds)
     workers = n_workers(cores, len(seeds))
+    threads = n_threads(cores, len(seeds)) if workers == 1 else 1
+    if threads > 1:
+        return _in_threads(run_one, seeds, threads, callback_for, on_done)
     if workers == 1:
         out = []
         for i, seed in enumerate(seeds):
