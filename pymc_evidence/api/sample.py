@@ -7,7 +7,7 @@ from dataclasses import replace
 import pymc as pm
 
 from ..base._compile import resolve_backend, use_backend
-from ..base.batched_logp import backends_used
+from ..base.batched_logp import backend_used
 from ..estimators.pooling import cross_check
 from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
@@ -219,9 +219,9 @@ def sample_evidence(
             problem.method_slot = slot  # independent random numbers for each method
             results.append(spec.run(problem, options))
     attrs = _call_attrs(problem)
-    used = backends_used(problem.model)
+    used = backend_used(problem.model, backend)
     if used:
-        attrs["backend"] = ",".join(used)
+        attrs["backend"] = used
     if len(results) == 1:
         result = results[0]
         attrs.update(result.attrs)

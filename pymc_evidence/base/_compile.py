@@ -194,10 +194,11 @@ def compile_rows(
     ``backend`` (default: :func:`current_backend`): on ``"auto"`` and ``"jax"`` ``fn`` is a
     :class:`~pymc_evidence.base.jax_rows.JaxRows` (float64 numpy arrays out); a graph that
     jax cannot run is a ``NotImplementedError`` naming the op on ``"jax"``, and compiled by
-    PyTensor's default linker on ``"auto"``.
+    PyTensor's default linker on ``"auto"``. ``vectorize=False`` on ``"auto"`` is the
+    default linker's loop over rows (on ``"jax"`` rows are always batched by ``jax.vmap``).
     """
     backend = current_backend() if backend is None else resolve_backend(backend)
-    if uses_jax(backend):
+    if uses_jax(backend) and (vectorize or backend == "jax"):
         try:
             return True, compile_rows_jax(flat, outputs, what=what, ndim=_length(flat, ndim))
         except NotImplementedError:

@@ -24,7 +24,7 @@ import pytensor.tensor as pt
 from ._compile import checks_to_ninf, compile_rows, current_backend, is_jax_rows, resolve_backend
 from .space import ModelSpace
 
-__all__ = ["BatchedLogp", "backends_used", "batched_logp"]
+__all__ = ["BatchedLogp", "backend_used", "batched_logp"]
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -49,6 +49,12 @@ class BatchedLogp:
     vectorized: bool
     _fn: object = field(repr=False)
     backend: str = "default"
+
+    @property
+    def thread_safe(self) -> bool:
+        """True on JAX, whose jitted functions threads may call at once (a PyTensor
+        function keeps its inputs and outputs in shared storage)."""
+        return self.backend == "jax"
 
     def __call__(self, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log f (n,), grad log f (n, d))`` at the rows of ``xs`` (n, d); non-finite
@@ -134,6 +140,8 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
 # Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
 
 
-def backends_used(model) -> tuple[str, ...]:
-    """The backends of the batched densities compiled for ``model`` so far (sorted)."""
-    return tuple(sorted({fn.backend for fn in _CACHE.get(model, {}).values()}))
+def backend_used(model, backend: str) -> str | None:
+    """The backend (``"jax"`` or ``"default"``) of the vectorized batched density compiled
+    for ``model`` under ``backend`` (from :func:`resolve_backend`), None if none was."""
+    fn = _CACHE.get(model, {}).get((True, backend))
+    return None if fn is None else fn.backend

@@ -70,10 +70,10 @@ def _laplace(space: ModelSpace, density, x: np.ndarray, log_f: float) -> Mode | 
     precision = -_hessian(density, x)
     try:
         chol_prec = np.linalg.cholesky(precision)
+        chol = np.linalg.inv(chol_prec).T  # cov = inv(P) = inv(L_P)^T inv(L_P)
+        chol = np.linalg.cholesky(chol @ chol.T)  # fails when P is nearly singular
     except np.linalg.LinAlgError:
         return None
-    chol = np.linalg.inv(chol_prec).T  # cov = inv(P) = inv(L_P)^T inv(L_P)
-    chol = np.linalg.cholesky(chol @ chol.T)
     d = x.size
     log_mass = float(log_f + 0.5 * d * np.log(2 * np.pi) + np.sum(np.log(np.diag(chol))))
     if not np.isfinite(log_mass):

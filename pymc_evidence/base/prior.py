@@ -14,6 +14,7 @@ function ``n`` times. Both are deterministic in the seed.
 
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,8 @@ __all__ = ["PriorBase", "prior_draws"]
 N_MOMENT_DRAWS = 4000
 MOMENT_SEED = 0
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Guards the compiled draw functions (their random generators and storage are shared).
+_DRAW_LOCK = threading.Lock()
 
 
 def _cache(space: ModelSpace) -> dict:
@@ -130,12 +133,13 @@ def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:
         cache["draw"] = _compile_draws(space)
     fn, rngs, vectorized = cache["draw"]
     entropy = np.random.default_rng(seed).integers(2**63, size=2)
-    reseed_rngs(rngs, [int(e) for e in entropy])
     n = int(n)
-    if vectorized:
-        out = np.asarray(fn(n), dtype=float)
-    else:
-        out = np.array([np.asarray(fn(), dtype=float) for _ in range(n)])
+    with _DRAW_LOCK:  # reseed and draw at once: runs in threads share the function
+        reseed_rngs(rngs, [int(e) for e in entropy])
+        if vectorized:
+            out = np.asarray(fn(n), dtype=float)
+        else:
+            out = np.array([np.asarray(fn(), dtype=float) for _ in range(n)])
     return out.reshape(n, space.ndim)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..base._compile import checks_to_ninf, compile_rows, current_backend
+from ..base._compile import checks_to_ninf, compile_rows, current_backend, is_jax_rows
 from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
@@ -81,6 +81,13 @@ class BatchedDensity:
     n_nonfinite: int = 0
     n_trajectories: int = 0
     n_diverging: int = 0
+
+    @property
+    def thread_safe(self) -> bool:
+        """True when threads may evaluate this density at once (a JAX function)."""
+        if isinstance(self._fn, BatchedLogp):
+            return self._fn.thread_safe
+        return is_jax_rows(self._fn)
 
     @property
     def ndim(self) -> int:

@@ -43,17 +43,18 @@ def n_workers(cores: int | None, n_runs: int) -> int:
     return max(1, min(cores, int(n_runs)))
 
 
-def n_threads(cores: int | None, n_runs: int) -> int:
-    """Threads for ``n_runs`` runs in this process on JAX: ``cores`` (default
-    ``min(4, cpu count)``) capped at ``n_runs``; 1 off JAX. A jitted JAX function and
-    numpy's large array operations release the GIL, so runs in threads overlap.
+def n_threads(cores: int | None, n_runs: int, density=None) -> int:
+    """Threads for ``n_runs`` runs in this process: ``cores`` (default ``min(4, cpu
+    count)``) capped at ``n_runs`` when ``density`` is thread-safe (compiled on JAX, whose
+    jitted functions, like numpy's large array operations, release the GIL, so runs in
+    threads overlap); 1 otherwise.
 
     Examples
     --------
-    >>> n_threads(1, 4)
+    >>> n_threads(2, 4)
     1
     """
-    if not uses_jax():
+    if not getattr(density, "thread_safe", False):
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))
@@ -111,7 +112,7 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
     global _JOB
     seeds = list(seeds)
     workers = n_workers(cores, len(seeds))
-    threads = n_threads(cores, len(seeds)) if workers == 1 else 1
+    threads = n_threads(cores, len(seeds), density) if workers == 1 else 1
     if threads > 1:
         return _in_threads(run_one, seeds, threads, callback_for, on_done)
     if workers == 1:
