@@ -110,8 +110,9 @@ def sample_evidence(
         linker (numba on PyMC 6, C on PyMC 5). ``"jax"``: JAX on the device jax has, a GPU
         with ``pip install "jax[cuda12]"``, and a model with an op JAX cannot run raises
         ``NotImplementedError`` naming it. On JAX, ``jax_enable_x64`` is switched on
-        (float64 throughout) and the independent runs of ``smc``/``arm`` run in this
-        process (``cores`` is then not used for them). NUTS runs are unaffected: use
+        (float64 throughout) and the independent runs of ``smc``/``arm`` run in ``cores``
+        threads of this process (a process that ran JAX cannot be forked; the estimate is
+        the same for any ``cores``). NUTS runs are unaffected: use
         ``nuts_sampler="numpyro"`` or ``"blackjax"`` (or nutpie) for them.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``

@@ -136,12 +136,12 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
     return per_model[key]
 
 
-# ------------------------------------------------------------------------------------------
-# Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
-
-
 def backend_used(model, backend: str) -> str | None:
     """The backend (``"jax"`` or ``"default"``) of the vectorized batched density compiled
     for ``model`` under ``backend`` (from :func:`resolve_backend`), None if none was."""
     fn = _CACHE.get(model, {}).get((True, backend))
     return None if fn is None else fn.backend
+
+
+# ------------------------------------------------------------------------------------------
+# Gaussian parameters of R fits: rows of [mean (d), log diag(chol) (d), strict lower (d(d-1)/2)]
