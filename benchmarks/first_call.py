@@ -21,6 +21,10 @@ Run from the repository root (about 20-40 minutes for every model)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/first_call.py --out /tmp/first_call
     PYTHONPATH=. .venv/bin/python benchmarks/first_call.py --models mixture_2 --tools pme
+
+``--backend jax`` runs pme's batched densities on JAX's default device (a GPU where jax sees
+one; ``JAX_PLATFORMS=cpu`` keeps it on the CPU): ``benchmarks/gpu_first_call.sh`` does that on
+a GPU machine.
 """
 
 from __future__ import annotations
@@ -47,8 +51,9 @@ def _estimate(tool, model, seed):
     if tool == "pme":
         import pymc_evidence as pme
 
+        backend = os.environ.get("PME_BENCH_BACKEND") or None
         est = pme.log_evidence(
-            pme.sample_evidence(model=model, random_seed=seed, progressbar=False)
+            pme.sample_evidence(model=model, random_seed=seed, progressbar=False, backend=backend)
         )
         return float(est.log_z), float(est.se)
     if tool == "pymc_smc":
@@ -92,7 +97,8 @@ def child(tool: str, name: str, seed: int) -> dict:
 def run_child(tool, name, seed, timeout) -> dict:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="first_call_") as cache:
-        env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
+        flags = [env.get("PYTENSOR_FLAGS", ""), f"base_compiledir={cache}"]
+        env["PYTENSOR_FLAGS"] = ",".join(f for f in flags if f)
         env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
         cmd = [sys.executable, __file__, "--child", tool, name, "--seed", str(seed)]
         t = time.perf_counter()
@@ -162,8 +168,15 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--out", default="/tmp/first_call")
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="pme's batched backend (auto, default, jax); children inherit it",
+    )
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "MODEL"))
     args = parser.parse_args(argv)
+    if args.backend:
+        os.environ["PME_BENCH_BACKEND"] = args.backend
     if args.child:
         print("RESULT " + json.dumps(child(*args.child, args.seed)), flush=True)
         return
