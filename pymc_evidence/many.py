@@ -15,7 +15,6 @@ others are compared as usual.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import as_completed
@@ -29,6 +28,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 from .api import log_evidence, sample_evidence
+from .base.jax_rows import jax_started
 from .compare import _COLUMNS, _log_prior, compare
 from .estimators.diagnostics import EvidenceWarning
 from .estimators.pooling import pool_replicas
@@ -257,7 +257,7 @@ def _check_no_fork_after_jax(executor) -> None:
     """Refuse a process pool that forks this process once it has run JAX (the batched
     densities' default backend): a forked copy of JAX's threads deadlocks or crashes."""
     context = getattr(executor, "_mp_context", None)  # a ProcessPoolExecutor's
-    if context is None or "jax" not in sys.modules or context.get_start_method() != "fork":
+    if context is None or not jax_started() or context.get_start_method() != "fork":
         return
     raise RuntimeError(
         "this process has run JAX, and the executor's workers are forked from it, which "

@@ -26,6 +26,7 @@ from pymc_evidence.base._compile import (
     use_backend,
 )
 from pymc_evidence.base.batched_logp import batched_logp
+from pymc_evidence.base.jax_rows import jax_started
 from pymc_evidence.compat import get_group
 from pymc_evidence.methods._runs import n_threads, n_workers
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression
@@ -90,11 +91,13 @@ def test_use_backend_sets_the_cached_function_and_keeps_runs_in_process():
     with use_backend("jax"):
         assert current_backend() == "jax"
         assert batched_logp(space) is batched_logp(space, backend="jax")
-        assert n_workers(4, 4) == 1  # a fork of a process that ran JAX deadlocks
+        assert n_workers(4, 4, batched_logp(space)) == 1  # JAX's runs go in threads
     assert current_backend() == "auto"
     assert batched_logp(space).backend == "jax"
     assert batched_logp(space, backend="default").backend == "default"
-    assert n_workers(4, 4) == 1  # jax is imported: not even the default backend forks
+    batched_logp(space)(np.zeros((2, space.ndim)))  # jax has run in this process now
+    assert jax_started()
+    assert n_workers(4, 4) == 1  # a fork of a process that ran JAX deadlocks
     assert n_threads(4, 4, batched_logp(space)) == 4  # JAX runs threads at once
     assert n_threads(4, 4, batched_logp(space, backend="default")) == 1
     assert jax.config.jax_enable_x64
@@ -161,3 +164,42 @@ def test_op_without_jax_implementation_is_named():
     assert "backend='default'" in str(info.value)
     vectorized, fn = compile_rows(flat, graph, what="a test", backend="auto", ndim=2)
     assert not is_jax_rows(fn)  # "auto": PyTensor's default linker runs it
+
+
+def _indexed(n_rows):
+    """Group intercepts gathered over ``n_rows`` observations (``a[group]``)."""
+    rng = np.random.default_rng(1)
+    group = rng.integers(0, 5, n_rows)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0.0, 1.0, shape=5)
+        pm.Normal("y", a[group], 1.0, observed=rng.normal(size=n_rows))
+    return model
+
+
+def test_auto_takes_the_default_linker_for_data_sized_gathers():
+    from pymc_evidence.base._compile import GATHER_MIN_SIZE, gathers_data
+    from pymc_evidence.base.batched_logp import _point_graph
+
+    big, small = _indexed(GATHER_MIN_SIZE), _indexed(GATHER_MIN_SIZE // 4)
+    assert gathers_data(_point_graph(model_space(big))[1])  # the gradient's scatter too
+    assert not gathers_data(_point_graph(model_space(small))[1])
+    assert not gathers_data(_point_graph(model_space(_correlated()))[1])
+    assert batched_logp(model_space(big)).backend == "default"
+    assert batched_logp(model_space(big), backend="jax").backend == "jax"  # asked for: kept
+    assert batched_logp(model_space(small)).backend == "jax"
+
+
+def test_jax_started_only_once_jax_has_run():
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, jax.numpy as jnp\n"
+        "from pymc_evidence.base.jax_rows import jax_started\n"
+        "from pymc_evidence.methods._runs import n_workers\n"
+        "print(jax_started(), n_workers(2, 4))\n"
+        "jnp.ones(2).block_until_ready()\n"
+        "print(jax_started(), n_workers(2, 4))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "2", "True", "1"]

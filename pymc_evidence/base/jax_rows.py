@@ -19,10 +19,20 @@ copies are made again only when a value changes.
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 
 import numpy as np
 
-__all__ = ["JAX_MIN_ROWS", "JaxRows", "compile_rows_jax", "jax_available", "require_jax"]
+__all__ = [
+    "JAX_MIN_ROWS",
+    "JaxRows",
+    "compile_rows_jax",
+    "jax_accelerator",
+    "jax_available",
+    "jax_started",
+    "require_jax",
+]
 
 #: Fewest rows of one JAX call: row counts are padded to a power of two from here, so that
 #: ``jax.jit`` traces and compiles a handful of shapes rather than one per count.
@@ -37,6 +47,33 @@ _JAX_FAILED = (
 def jax_available() -> bool:
     """True when jax can be imported (it is a dependency, but a user may remove it)."""
     return importlib.util.find_spec("jax") is not None
+
+
+_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_rocm7_plugin", "jax_rocm60_plugin")
+
+
+def jax_accelerator() -> bool:
+    """True when jax would run on a GPU or TPU: a CUDA/ROCm plugin or libtpu is installed
+    and ``JAX_PLATFORMS`` does not confine jax to the CPU. Decided without starting jax
+    (which :func:`jax_started` would then see), from what is installed."""
+    platforms = os.environ.get("JAX_PLATFORMS", "").strip().lower()
+    if platforms:
+        return any(p in platforms for p in ("cuda", "gpu", "rocm", "tpu"))
+    return any(importlib.util.find_spec(name) for name in (*_PLUGINS, "libtpu"))
+
+
+def jax_started() -> bool:
+    """True once jax has started a runtime in this process (its compiler's thread pools
+    then exist, and a forked copy of the process can deadlock in them). Importing jax starts
+    none; where this jax hides the fact, any import of jax counts as started."""
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge
+    except ImportError:
+        return True
+    backends = getattr(xla_bridge, "_backends", None)
+    return True if backends is None else bool(backends)
 
 
 def require_jax():

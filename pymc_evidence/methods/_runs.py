@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import uses_jax
+from ..base.jax_rows import jax_started
 
 __all__ = ["map_runs", "n_threads", "n_workers"]
 
@@ -27,17 +26,22 @@ __all__ = ["map_runs", "n_threads", "n_workers"]
 _JOB: tuple | None = None
 
 
-def n_workers(cores: int | None, n_runs: int) -> int:
+def n_workers(cores: int | None, n_runs: int, density=None) -> int:
     """Worker processes for ``n_runs`` runs: ``cores`` (default ``min(4, cpu count)`` as
-    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable, on JAX,
-    and once jax is imported at all (a forked copy of a process that ran JAX deadlocks).
+    in :func:`pymc.sample`) capped at ``n_runs``; 1 where ``fork`` is unavailable, for a
+    thread-safe ``density`` (JAX's: its runs go in threads, :func:`n_threads`), and once
+    jax has started in this process (a forked copy of a process that ran JAX deadlocks).
 
     Examples
     --------
     >>> n_workers(1, 4)
     1
     """
-    if "fork" not in multiprocessing.get_all_start_methods() or uses_jax() or "jax" in sys.modules:
+    if (
+        "fork" not in multiprocessing.get_all_start_methods()
+        or getattr(density, "thread_safe", False)
+        or jax_started()
+    ):
         return 1
     cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
     return max(1, min(cores, int(n_runs)))
@@ -111,7 +115,7 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
     """
     global _JOB
     seeds = list(seeds)
-    workers = n_workers(cores, len(seeds))
+    workers = n_workers(cores, len(seeds), density)
     threads = n_threads(cores, len(seeds), density) if workers == 1 else 1
     if threads > 1:
         return _in_threads(run_one, seeds, threads, callback_for, on_done)
