@@ -22,7 +22,7 @@ class ModelHygieneError(ValueError):
     """The model's marginal likelihood is undefined or cannot be estimated as written."""
 
 
-def check_model(model: pm.Model, *, potentials: str | None = None) -> None:
+def check_model(model: pm.Model, *, potentials: str | None = None, discrete: bool = False) -> None:
     """Raise :class:`ModelHygieneError` if ``log Z`` of ``model`` is not well defined.
 
     Parameters
@@ -33,6 +33,9 @@ def check_model(model: pm.Model, *, potentials: str | None = None) -> None:
         What ``pm.Potential`` terms in the model are. ``None`` (default) refuses models with
         potentials. ``"likelihood"`` treats every potential as part of the data density: the
         evidence is then the integral of prior times likelihood times ``exp(potential)``.
+    discrete : bool, default False
+        Accept discrete free variables (their caller sums them out: :func:`pymc_evidence.
+        sample_evidence` does for finite supports).
 
     Raises
     ------
@@ -66,11 +69,12 @@ def check_model(model: pm.Model, *, potentials: str | None = None) -> None:
                 "is undefined (any constant multiple of an improper prior is as good as "
                 "another). Give it a proper prior, e.g. pm.Normal or pm.HalfNormal."
             )
-        if rv.type.dtype.startswith(("int", "uint", "bool")):
+        if not discrete and rv.type.dtype.startswith(("int", "uint", "bool")):
             raise ModelHygieneError(
-                f"{rv.name!r} is a discrete free variable. pymc_evidence samples with "
-                "gradient-based methods (NUTS, HMC) that need a continuous space. Marginalize "
-                "it out (e.g. pm.Mixture, or pymc_extras' marginalize) and try again."
+                f"{rv.name!r} is a discrete free variable. Here it needs a continuous space "
+                "(gradient-based methods); pymc_evidence.sample_evidence sums out discrete "
+                "variables of finite support by itself, or sum it out in the model "
+                "(e.g. pm.Mixture)."
             )
     if model.potentials and potentials is None:
         names = ", ".join(repr(p.name) for p in model.potentials)

@@ -31,12 +31,13 @@ from .engines.batched import BatchedDensity, batched_log_densities
 from .estimators.diagnostics import BaseFitWarning
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
+from .transforms.marginal import SummedOut, sum_out_discrete
 from .transforms.reparam import centred_scales, reparam_info, reparametrize
 
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
-STREAMS = ("base", "nuts", "method", "resample", "init", "pilot")
+STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete")
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
@@ -51,6 +52,7 @@ _log = logging.getLogger("pymc_evidence")
 CHUNK = 2048
 _UNIT_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _REPARAMETRIZED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SUMMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _unit_base(space: ModelSpace) -> GaussianBase:
@@ -87,6 +89,17 @@ def _reparametrized(source: pm.Model) -> pm.Model:
     cached = _REPARAMETRIZED.get(source)
     if cached is None or cached[0] != fingerprint:
         cached = _REPARAMETRIZED[source] = (fingerprint, reparametrize(source))
+    return cached[1]
+
+
+def _summed_out(source: pm.Model) -> SummedOut | None:
+    """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source``, made once
+    while the model is unchanged (as :func:`_reparametrized`), or None without discrete
+    variables."""
+    fingerprint = _fingerprint(source)
+    cached = _SUMMED.get(source)
+    if cached is None or cached[0] != fingerprint:
+        cached = _SUMMED[source] = (fingerprint, sum_out_discrete(source))
     return cached[1]
 
 
@@ -158,6 +171,8 @@ class EvidenceProblem:
     method_slot: int = 0
     #: The NUTS backends the call's runs used (recorded in the results' attributes).
     nuts_used: set = field(default_factory=set)
+    #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`).
+    summed: SummedOut | None = None
 
     @classmethod
     def build(
@@ -178,14 +193,17 @@ class EvidenceProblem:
         ``base`` object lives on the model as written, so it turns ``"auto"`` off.
         """
         source = pm.modelcontext(model)
-        check_model(source, potentials=potentials)
+        summed = _summed_out(source)
+        check_model(source, potentials=potentials, discrete=summed is not None)
         if isinstance(base, str) and base not in BASE_CHOICES:
             raise ValueError(f"base must be one of {BASE_CHOICES} or a fitted base, got {base!r}")
         if reparam not in ("auto", None):
             raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
-        model = source
+        model = source if summed is None else summed.model
+        if summed is not None:
+            potentials = "likelihood"  # the sum is a potential; the source's were checked
         if reparam == "auto" and (base is None or isinstance(base, str)):
-            model = _reparametrized(source)
+            model = _reparametrized(model)
         return cls(
             model=model,
             source=source,
@@ -193,6 +211,7 @@ class EvidenceProblem:
             seed=seed_sequence(random_seed),
             sampling=sampling or SamplingArgs(),
             potentials=potentials,
+            summed=summed,
             base_spec=base,
             base_kwargs=dict(base_kwargs or {}),
         )

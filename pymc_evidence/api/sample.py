@@ -13,6 +13,7 @@ from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
+from .discrete import with_discrete_draws
 from .sampling_checks import check_sampling, with_log_likelihood
 
 __all__ = ["sample_evidence"]
@@ -231,7 +232,7 @@ def sample_evidence(
         est = _combined([r.estimate for r in results])
         attrs["methods"] = ",".join(names)
         out = assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
-    return with_log_likelihood(out, problem)
+    return with_log_likelihood(with_discrete_draws(out, problem), problem)
 
 
 def _backend_of(backend, compile_kwargs, specs):

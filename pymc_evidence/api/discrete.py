@@ -1,0 +1,61 @@
+"""Draws of the summed-out discrete variables, put back into a result's posterior.
+
+:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` leaves a continuous model; the
+discrete variables' posterior draws are drawn here from their conditional ``p(z | θ, y)``
+at each posterior draw of ``θ`` (exact: the conditional is the normalized vector of the
+joint values' weights), seeded by the problem's ``"discrete"`` stream. Deterministics of
+the source model that depend on them are computed again from the completed draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+from pytensor.graph.traversal import ancestors
+
+from ..base.space import model_space
+from ..compat import get_group, group_names, set_group
+
+__all__ = ["with_discrete_draws"]
+
+
+def with_discrete_draws(result, problem):
+    """``result`` with the summed-out discrete variables' draws in its ``posterior`` group
+    (a result without one, or a problem with nothing summed out, is returned as it is)."""
+    summed = problem.summed
+    if summed is None or "posterior" not in group_names(result):
+        return result
+    post = get_group(result, "posterior")
+    space = model_space(summed.model)
+    values = {rv.name: post[rv.name].values for rv in summed.model.free_RVs}
+    x = np.asarray(space.unconstrain(values))
+    lead = x.shape[:-1]
+    rows = space.compile_raveled_rows([summed.log_weights])(x.reshape(-1, x.shape[-1]))
+    draws = summed.draw(np.asarray(rows[0]), problem.rng("discrete"))
+    source = problem.source
+    data = {}
+    for name, value in draws.items():
+        value = value.reshape(lead + value.shape[1:])
+        dims = tuple(source.named_vars_to_dims.get(name, ()) or ())
+        if len(dims) != value.ndim - 2:
+            dims = tuple(f"{name}_dim_{i}" for i in range(value.ndim - 2))
+        data[name] = (("chain", "draw") + dims, value)
+    post = post.assign(data)
+    post = _recomputed_deterministics(post, source, summed.names)
+    set_group(result, "posterior", post)
+    return result
+
+
+def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.Dataset:
+    """``post`` with the source's deterministics that depend on ``names`` computed again
+    (the continuous model computed them at the summed-out variables' fixed values)."""
+    discrete = {source[name] for name in names}
+    stale = [d.name for d in source.deterministics if discrete & set(ancestors([d]))]
+    if not stale:
+        return post
+    inputs = post[[rv.name for rv in source.free_RVs]]
+    fresh = pm.compute_deterministics(
+        inputs, var_names=stale, model=source, progressbar=False, merge_dataset=False
+    )
+    return post.assign({name: fresh[name] for name in stale})

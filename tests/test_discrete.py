@@ -1,0 +1,128 @@
+"""Discrete latent variables of finite support are summed out (transforms/marginal.py).
+
+Truths are computed here by hand: the change point's rates integrate in closed form
+(Gamma-Poisson) for each switchpoint; the indicators' mean integrates in closed form
+(Gaussian) for each of their joint values.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+from _accuracy import assert_log_z
+from scipy import stats
+from scipy.special import gammaln, logsumexp
+
+import pymc_evidence as pme
+from pymc_evidence.compat import get_group
+from pymc_evidence.hygiene import ModelHygieneError
+from pymc_evidence.transforms.marginal import MAX_JOINT_VALUES, finite_support, sum_out_discrete
+
+N_T = 30
+_RNG = np.random.default_rng(0)
+COUNTS = np.r_[_RNG.poisson(3.0, 17), _RNG.poisson(1.0, N_T - 17)]
+
+
+def change_point():
+    """Poisson counts whose rate switches from ``early`` to ``late`` after ``s``."""
+    with pm.Model(coords={"t": np.arange(N_T)}) as model:
+        s = pm.DiscreteUniform("s", 0, N_T - 1)
+        early = pm.Exponential("early", 1.0)
+        late = pm.Exponential("late", 1.0)
+        rate = pm.math.switch(s >= np.arange(N_T), early, late)
+        pm.Deterministic("rate", rate, dims="t")
+        pm.Poisson("y", rate, observed=COUNTS, dims="t")
+    return model
+
+
+def _gamma_poisson(c):
+    """``log ∫ Π Poisson(c | λ) Exp(λ | 1) dλ``."""
+    return gammaln(c.sum() + 1) - gammaln(c + 1).sum() - (c.sum() + 1) * np.log(len(c) + 1)
+
+
+def change_point_terms():
+    """``log p(y, s = k)`` for every k (the truth is their log-sum-exp)."""
+    terms = [_gamma_poisson(COUNTS[: k + 1]) + _gamma_poisson(COUNTS[k + 1 :]) for k in range(N_T)]
+    return np.array(terms) - np.log(N_T)
+
+
+Y3 = np.array([0.2, 2.1, 1.7])
+
+
+def indicators():
+    """``z_i ~ Bernoulli(0.4)`` choose whether ``y_i`` is centred on ``mu`` or on 0."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.4, shape=3)
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", z * mu, 1.0, observed=Y3)
+    return model
+
+
+def indicators_log_z():
+    """Sum over the 8 values of z of ``p(z) N(y; 0, I + 4 z z^T)``."""
+    out = []
+    for bits in np.ndindex(2, 2, 2):
+        z = np.array(bits, dtype=float)
+        prior = np.sum(np.where(z == 1, np.log(0.4), np.log(0.6)))
+        cov = np.eye(3) + 4.0 * np.outer(z, z)
+        out.append(prior + stats.multivariate_normal(np.zeros(3), cov).logpdf(Y3))
+    return float(logsumexp(out))
+
+
+def test_change_point_default_is_exact_and_draws_the_switchpoint():
+    terms = change_point_terms()
+    idata = pme.sample_evidence(change_point(), random_seed=1, progressbar=False)
+    assert_log_z(pme.log_evidence(idata), logsumexp(terms), abs_tol=0.1, label="change point")
+    post = get_group(idata, "posterior")
+    s = post["s"].values
+    assert s.dtype.kind == "i" and s.shape[:2] == post["early"].shape[:2]
+    exact = np.exp(terms - logsumexp(terms))
+    mean = np.sum(exact * np.arange(N_T))
+    sd = np.sqrt(np.sum(exact * (np.arange(N_T) - mean) ** 2))
+    assert abs(s.mean() - mean) < 4 * sd / np.sqrt(200) + 0.05, (s.mean(), mean, sd)
+    t = np.arange(N_T)  # the deterministic was computed again with the drawn switchpoint
+    early, late = post["early"].values[..., None], post["late"].values[..., None]
+    expected = np.where(s[..., None] >= t, early, late)
+    np.testing.assert_allclose(post["rate"].values, expected)
+
+
+@pytest.mark.parametrize("method", ["bridge", "ais"])
+def test_vector_of_indicators_summed_out(method):
+    idata = pme.sample_evidence(indicators(), method=method, random_seed=2, progressbar=False)
+    assert_log_z(pme.log_evidence(idata), indicators_log_z(), abs_tol=0.1, label=method)
+    z = get_group(idata, "posterior")["z"].values
+    assert z.shape[2:] == (3,) and set(np.unique(z)) <= {0, 1}
+
+
+def test_summed_model_density_is_the_sum():
+    """The continuous copy's joint density at a point equals the sum over z by hand."""
+    model = indicators()
+    summed = sum_out_discrete(model)
+    assert summed.names == ("z",) and summed.values["z"].shape == (8, 3)
+    mu = 0.7
+    logp = summed.model.compile_logp()({"mu": mu})
+    by_hand = []
+    for z in summed.values["z"]:
+        prior = np.sum(np.where(z == 1, np.log(0.4), np.log(0.6)))
+        lik = stats.norm(z * mu, 1.0).logpdf(Y3).sum()
+        by_hand.append(prior + lik)
+    assert logp == pytest.approx(logsumexp(by_hand) + stats.norm(0, 2).logpdf(mu), abs=1e-7)
+
+
+def test_supports_and_refusals():
+    with pm.Model() as model:
+        p = pm.Dirichlet("p", np.ones(4))
+        c = pm.Categorical("c", p)
+        b = pm.Binomial("b", 5, 0.3)
+        k = pm.Poisson("k", 2.0)
+        many = pm.Bernoulli("many", 0.5, shape=13)
+    assert list(finite_support(c, model)) == [0, 1, 2, 3]
+    assert list(finite_support(b, model)) == list(range(6))
+    with pytest.raises(ModelHygieneError, match="'k'.*unbounded"):
+        finite_support(k, model)
+    with pm.Model() as too_many:
+        pm.Bernoulli("many", 0.5, shape=13)  # 8192 joint values
+        pm.Normal("y", 0.0, 1.0, observed=0.0)
+    assert 2**13 > MAX_JOINT_VALUES
+    with pytest.raises(ModelHygieneError, match="'many'.*joint values"):
+        pme.sample_evidence(too_many, progressbar=False)
+    del many
