@@ -14,6 +14,7 @@ from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
 from .discrete import with_discrete_draws
+from .exact import exact_evidence
 from .sampling_checks import check_sampling, with_log_likelihood
 
 __all__ = ["sample_evidence"]
@@ -214,6 +215,9 @@ def sample_evidence(
         idata_kwargs=idata_kwargs,
     )
     check_sampling(specs, sampling)
+    exact = exact_evidence(model, method_options.get("potentials"))
+    if exact is not None:
+        return exact
     with use_backend(backend):
         problem = _problem(model, random_seed, sampling, per_method)
         results = []
