@@ -114,15 +114,52 @@ def test_supports_and_refusals():
         c = pm.Categorical("c", p)
         b = pm.Binomial("b", 5, 0.3)
         k = pm.Poisson("k", 2.0)
-        many = pm.Bernoulli("many", 0.5, shape=13)
     assert list(finite_support(c, model)) == [0, 1, 2, 3]
     assert list(finite_support(b, model)) == list(range(6))
     with pytest.raises(ModelHygieneError, match="'k'.*unbounded"):
         finite_support(k, model)
-    with pm.Model() as too_many:
-        pm.Bernoulli("many", 0.5, shape=13)  # 8192 joint values
-        pm.Normal("y", 0.0, 1.0, observed=0.0)
-    assert 2**13 > MAX_JOINT_VALUES
-    with pytest.raises(ModelHygieneError, match="'many'.*joint values"):
+    with pm.Model() as too_many:  # two variables: 2**14 joint values, none summed alone
+        a = pm.Bernoulli("a", 0.5, shape=7)
+        b = pm.Bernoulli("b", 0.5, shape=7)
+        pm.Normal("y", a - b, 1.0, observed=np.zeros(7))
+    assert 2**14 > MAX_JOINT_VALUES
+    with pytest.raises(ModelHygieneError, match="'a', 'b'.*joint values"):
         pme.sample_evidence(too_many, progressbar=False)
-    del many
+    with pm.Model() as alone:  # 2**13 values but no dependents: summed element by element
+        pm.Bernoulli("many", 0.5, shape=13)
+        pm.Normal("x", 0.0, 1.0)
+        pm.Normal("y", 0.0, 1.0, observed=0.0)
+    assert sum_out_discrete(alone).elementwise
+
+
+Y30 = np.where(_RNG.uniform(size=30) < 0.3, _RNG.normal(3.0, 1.0, 30), _RNG.normal(0.0, 1.0, 30))
+
+
+def test_an_indicator_per_observation_is_summed_element_by_element():
+    """2**30 joint values, summed one element at a time; truth by 1-D quadrature over mu."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.3, shape=30)
+        mu = pm.Normal("mu", 0.0, 3.0)
+        pm.Normal("y", pm.math.switch(z, mu, 0.0), 1.0, observed=Y30)
+
+    grid = np.linspace(-15, 15, 30001)
+    mix = 0.7 * stats.norm(0, 1).pdf(Y30) + 0.3 * stats.norm(grid[:, None], 1).pdf(Y30)
+    lf = np.log(mix).sum(axis=1) + stats.norm(0, 3).logpdf(grid)
+    truth = lf.max() + np.log(np.trapezoid(np.exp(lf - lf.max()), grid))
+    assert sum_out_discrete(model).elementwise
+    idata = pme.sample_evidence(model, random_seed=3, progressbar=False)
+    assert_log_z(pme.log_evidence(idata), truth, abs_tol=0.05, label="indicators per row")
+    z_draws = get_group(idata, "posterior")["z"].values
+    assert z_draws.shape[2:] == (30,)
+    assert z_draws[..., np.argmax(Y30)].mean() > 0.9  # the largest y is from the mu component
+
+
+def test_indicators_that_reach_other_rows_are_refused():
+    """``y[i]`` depends on ``z[i - 1]``: not separable by element, and 2**30 joint values."""
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.3, shape=30)
+        mu = pm.Normal("mu", 0.0, 3.0)
+        shifted = pm.math.concatenate([z[-1:], z[:-1]])
+        pm.Normal("y", pm.math.switch(shifted, mu, 0.0), 1.0, observed=Y30)
+    with pytest.raises(ModelHygieneError, match="'z'.*joint values"):
+        sum_out_discrete(model)

@@ -61,14 +61,23 @@ class SummedOut:
     names: tuple
     values: dict
     log_weights: object
+    #: True when one variable's elements were summed one by one (``values[name]`` is then
+    #: its support (K,), and ``log_weights`` is ``(K, *shape)``: the elements' conditionals).
+    elementwise: bool = False
 
     def draw(self, log_weights: np.ndarray, rng: np.random.Generator) -> dict:
-        """Discrete draws ``name -> (n, *shape)`` given the rows' ``(n, K)`` log weights."""
-        w = np.exp(log_weights - np.max(log_weights, axis=1, keepdims=True))
+        """Discrete draws ``name -> (n, *shape)`` given the rows' log weights ``(n, K)``
+        (``(n, K, *shape)`` when :attr:`elementwise`)."""
+        n, k = log_weights.shape[:2]
+        w = log_weights.reshape(n, k, -1)
+        w = np.exp(w - np.max(w, axis=1, keepdims=True))
         cdf = np.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
-        u = rng.uniform(size=(len(w), 1))
-        index = np.minimum((cdf < u).sum(axis=1), w.shape[1] - 1)
-        return {name: self.values[name][index] for name in self.names}
+        u = rng.uniform(size=(n, 1, w.shape[2]))
+        index = np.minimum((cdf < u).sum(axis=1), k - 1)  # (n, elements)
+        if self.elementwise:
+            name = self.names[0]
+            return {name: self.values[name][index].reshape((n,) + log_weights.shape[2:])}
+        return {name: self.values[name][index[:, 0]] for name in self.names}
 
 
 def _is_discrete(rv) -> bool:
@@ -111,6 +120,15 @@ def finite_support(rv, model: pm.Model) -> np.ndarray:
         f"({', '.join(n[:-2] for n in _BOUNDED)}). Sum it out by hand (e.g. truncate it "
         "and write the sum with pm.math.logsumexp in a pm.Potential, or use pm.Mixture)."
     )
+
+
+def _too_many(discrete, model) -> bool:
+    """True when the discrete variables take more than :data:`MAX_JOINT_VALUES` values."""
+    point = model.initial_point()
+    log_count = sum(
+        np.size(point[rv.name]) * np.log(len(finite_support(rv, model))) for rv in discrete
+    )
+    return log_count > np.log(MAX_JOINT_VALUES)
 
 
 def _joint_values(discrete, model) -> dict:
@@ -164,16 +182,22 @@ def sum_out_discrete(model: pm.Model) -> SummedOut | None:
     discrete = [rv for rv in model.free_RVs if _is_discrete(rv)]
     if not discrete:
         return None
+    if len(discrete) == 1 and _too_many(discrete, model):
+        summed = _sum_elementwise(model, discrete[0])
+        if summed is not None:
+            return summed
     values = _joint_values(discrete, model)
     z_values = [model.rvs_to_values[rv] for rv in discrete]
     own, children = _dependent_terms(model, z_values)
     total = pt.add(*own, *children)
     batched = {z: pt.constant(values[rv.name]) for z, rv in zip(z_values, discrete, strict=True)}
     log_weights = vectorize_graph(total, replace=batched)
-    start = _start_index(model, log_weights)
+    start = int(_start_index(model, log_weights))
     fixed = {rv.name: values[rv.name][start] for rv in discrete}
     kept = [pt.constant(fixed[rv.name]) for rv in discrete]
-    at_start = graph_replace(pt.add(0.0, *children), dict(zip(z_values, kept, strict=True)))
+    at_start = graph_replace(
+        pt.add(0.0, *children), dict(zip(z_values, kept, strict=True)), strict=False
+    )
     new = pm.do(model, fixed)
     renamed = _to_new_values(model, new, [log_weights, at_start])
     with new:
@@ -181,14 +205,25 @@ def sum_out_discrete(model: pm.Model) -> SummedOut | None:
     return SummedOut(new, tuple(rv.name for rv in discrete), values, renamed[0])
 
 
-def _start_index(model, log_weights) -> int:
-    """The joint value with the highest weight at the model's initial point (the fixed
-    value: the children's terms there are then finite wherever any is)."""
+def _values_at_initial_point(model, graph) -> np.ndarray:
+    """``graph`` at the model's initial point, its continuous values moved by a fixed
+    N(0, 0.5²) jitter (the initial point of ``mu ~ N(0, s)`` is 0, where ``switch(z, mu,
+    0)`` would hide that the terms depend on ``z``)."""
+    rng = np.random.default_rng(12345)
     point = model.initial_point()
-    inputs = [v for v in model.value_vars if v in set(ancestors([log_weights]))]
-    fn = compile_fn(inputs, log_weights, jit=False)
-    weights = np.asarray(fn(*[point[v.name] for v in inputs]))
-    return int(np.argmax(np.where(np.isnan(weights), -np.inf, weights)))
+    for name, value in point.items():
+        if value.dtype.kind == "f":
+            point[name] = value + 0.5 * rng.standard_normal(np.shape(value))
+    inputs = [v for v in model.value_vars if v in set(ancestors([graph]))]
+    return np.asarray(compile_fn(inputs, graph, jit=False)(*[point[v.name] for v in inputs]))
+
+
+def _start_index(model, log_weights, axis=None):
+    """The joint value (or, along ``axis``, each element's value) with the highest weight
+    at the model's initial point: the value the summed-out variables are fixed at, where
+    the children's terms are finite wherever any is."""
+    weights = _values_at_initial_point(model, log_weights)
+    return np.argmax(np.where(np.isnan(weights), -np.inf, weights), axis=axis)
 
 
 def _to_new_values(model, new, graphs) -> list:
@@ -196,3 +231,70 @@ def _to_new_values(model, new, graphs) -> list:
     by_name = {new.rvs_to_values[rv].name: new.rvs_to_values[rv] for rv in new.free_RVs}
     replace = {v: by_name[v.name] for v in model.value_vars if v.name in by_name}
     return graph_replace(graphs, replace, strict=False)
+
+
+def _sum_elementwise(model, rv) -> SummedOut | None:
+    """``rv``'s elements summed one by one, where each element's own term and its
+    children's terms at that element depend on that element alone (an indicator per
+    observation: ``y[i] ~ f(θ, z[i])``); None where that does not hold (checked at the
+    initial point, with two random joint values against the one-value-everywhere ones)."""
+    z = model.rvs_to_values[rv]
+    own, children = _elementwise_terms(model, rv, z)
+    if own is None:
+        return None
+    support = finite_support(rv, model)
+    shape = model.initial_point()[rv.name].shape
+    rng = np.random.default_rng(0)
+    mixed = rng.choice(support, size=(2, *shape))
+    every = np.broadcast_to(support.reshape((-1,) + (1,) * len(shape)), (len(support), *shape))
+    batch = np.concatenate([every, mixed]).astype(rv.type.dtype)
+    total = vectorize_graph(pt.add(own, *children), replace={z: pt.constant(batch)})
+    if not _separable(model, total, support, mixed):
+        return None
+    log_weights = total[: len(support)]
+    start = support[_start_index(model, log_weights, axis=0)]
+    at_start = graph_replace(
+        pt.add(0.0, *[c.sum() for c in children]),
+        {z: pt.constant(start.astype(rv.type.dtype))},
+        strict=False,
+    )
+    new = pm.do(model, {rv.name: start.astype(rv.type.dtype)})
+    renamed = _to_new_values(model, new, [log_weights, at_start])
+    with new:
+        summed = pm.math.logsumexp(renamed[0], axis=0).sum()
+        pm.Potential("summed_out_discrete", summed - renamed[1])
+    return SummedOut(new, (rv.name,), {rv.name: support}, renamed[0], elementwise=True)
+
+
+def _elementwise_terms(model, rv, z):
+    """``(own, children)``: elementwise log density terms of ``rv`` and of the variables
+    that depend on it, each of ``rv``'s shape; ``(None, None)`` when one is not."""
+    shape = model.initial_point()[rv.name].shape
+    own = model.logp(vars=[rv], jacobian=True, sum=False)[0]
+    children = []
+    for other in [*model.basic_RVs, *model.potentials]:
+        if other is rv:
+            continue
+        term = model.logp(vars=[other], jacobian=True, sum=False)[0]
+        if z in set(ancestors([term])):
+            children.append(term)
+    point = model.initial_point()
+    for term in (own, *children):
+        inputs = [v for v in model.value_vars if v in set(ancestors([term]))]
+        value = compile_fn(inputs, term, jit=False)(*[point[v.name] for v in inputs])
+        if np.shape(value) != shape:
+            return None, None
+    return own, children
+
+
+def _separable(model, total, support, mixed) -> bool:
+    """True when the terms at the mixed joint values equal, element by element, the terms
+    where every element takes that element's value."""
+    values = _values_at_initial_point(model, total)
+    k = len(support)
+    for row, config in enumerate(mixed):
+        index = np.searchsorted(support, config)
+        expected = np.take_along_axis(values[:k], index[None], axis=0)[0]
+        if not np.allclose(values[k + row], expected, rtol=1e-9, atol=1e-9, equal_nan=True):
+            return False
+    return True
