@@ -133,7 +133,8 @@ class ModelSpace:
             self._unconstrain = _compile_unconstrain(self.model)
         rvs = self.model.free_RVs
         first = np.asarray(values[rvs[0].name])
-        lead = first.shape[: first.ndim - len(self.model.initial_point()[self.names[0]].shape)]
+        lead = first.shape[: first.ndim - rvs[0].type.ndim]  # the value's ndim, not the
+        # unconstrained one's (LKJCorr(n=2): a (2, 2) value stored as a (1,) vector)
         n = int(np.prod(lead, dtype=int))
         flat = {rv.name: np.asarray(values[rv.name]).reshape((n, -1)) for rv in rvs}
         out = np.empty((n, self.ndim))
