@@ -305,4 +305,6 @@ def fit_base(
     base = _combined(fits, space, combine, n_eval, rng)
     if not modes:
         return base
-    return add_missed_modes(base, space, rng, n_eval=n_eval, laplace=laplace)
+    return add_missed_modes(
+        base, space, rng, n_eval=n_eval, laplace=laplace, progressbar=progressbar
+    )

@@ -99,7 +99,7 @@ def _is_new(mode: Mode, kept: list[Mode]) -> bool:
 
 
 def find_modes(
-    space: ModelSpace, starts: np.ndarray, *, maxiter: int = 500, density=None
+    space: ModelSpace, starts: np.ndarray, *, maxiter: int = 500, density=None, callback=None
 ) -> list[Mode]:
     """Distinct local maxima of ``log f`` reached from ``starts``, largest mass first.
 
@@ -115,6 +115,8 @@ def find_modes(
         ``xs (n, d) -> (log f (n,), grad (n, d))``; default the model's cached
         :func:`~pymc_evidence.base.batched_logp.batched_logp` (the function ADVI compiled,
         so mode finding compiles nothing new).
+    callback : callable, optional
+        ``callback(done, total)`` after each start's ascent (a progress bar).
 
     Returns
     -------
@@ -137,7 +139,10 @@ def find_modes(
     density = batched_logp(space) if density is None else density
     logp_dlogp = _point(density)
     kept: list[Mode] = []
-    for x0 in np.atleast_2d(np.asarray(starts, dtype=float)):
+    starts = np.atleast_2d(np.asarray(starts, dtype=float))
+    for i, x0 in enumerate(starts):
+        if callback is not None:
+            callback(i, len(starts))
         if not np.isfinite(logp_dlogp(x0)[0]):
             continue
         x, log_f = _ascend(logp_dlogp, x0, maxiter)
@@ -146,4 +151,6 @@ def find_modes(
         mode = _laplace(space, density, x, log_f)
         if mode is not None and _is_new(mode, kept):
             kept.append(mode)
+    if callback is not None:
+        callback(len(starts), len(starts))
     return sorted(kept, key=lambda m: -m.log_zeta)

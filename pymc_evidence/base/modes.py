@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..progress import progress_bar
 from .advi import BaseFitError, evaluate_bases
 from .batched_logp import batched_logp
 from .gaussian import GaussianBase
@@ -184,7 +185,14 @@ def _laplace_if_better(base, modes, density, n_eval, rng):
 
 
 def add_missed_modes(
-    base, space: ModelSpace, rng, *, starts=None, n_eval: int = 1000, laplace: bool = False
+    base,
+    space: ModelSpace,
+    rng,
+    *,
+    starts=None,
+    n_eval: int = 1000,
+    laplace: bool = False,
+    progressbar: bool = False,
 ):
     """``base``, or a mixture of it and the Laplace approximations of the modes it misses.
 
@@ -205,6 +213,8 @@ def add_missed_modes(
         itself, and keep it when its importance-sampling evidence is larger (``kind
         "laplace"``, ``info["replaced_kind"]``). Meant for mean-field fits of large
         models, whose correlations they miss.
+    progressbar : bool, default False
+        Show a bar of the ascents ("Looking for modes the base misses").
 
     Returns
     -------
@@ -229,7 +239,8 @@ def add_missed_modes(
     """
     density = batched_logp(space)
     starts = mode_starts(space, base, rng) if starts is None else starts
-    modes = find_modes(space, starts, density=density)
+    with progress_bar("Looking for modes the base misses", len(starts), enabled=progressbar) as bar:
+        modes = find_modes(space, starts, density=density, callback=bar)
     if laplace:
         base = _laplace_if_better(base, modes, density, n_eval, rng)
     missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]
