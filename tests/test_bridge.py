@@ -337,3 +337,9 @@ def test_discrete_and_improper_models_refused():
         pm.Flat("x")
     with pytest.raises(ModelHygieneError, match="improper"):
         bridge_sampling(fake, improper)
+
+
+def test_bridge_sampling_without_a_model_says_what_to_pass():
+    fake = object()
+    with pytest.raises(TypeError, match=r"bridge_sampling\(idata, model\)"):
+        bridge_sampling(fake)

@@ -176,6 +176,11 @@ def bridge_sampling(
         },
     )
     options.pop("reparam")
+    if model is None and pm.Model.get_context(error_if_none=False) is None:
+        raise TypeError(
+            "bridge_sampling needs the model the draws came from: pass it, "
+            "bridge_sampling(idata, model), or call it inside `with model:`"
+        )
     problem = EvidenceProblem.build(
         model,
         random_seed=random_seed,

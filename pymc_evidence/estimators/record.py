@@ -54,10 +54,25 @@ class EvidenceEstimate:
         return int(np.size(self.per_chain_log_z))
 
     def __str__(self) -> str:
-        text = f"log Z = {self.log_z:.3f} ± {self.se:.3f} ({self.method}"
+        text = f"log Z = {self.log_z:.3f} ± {_se_text(self.se)} ({self.method}"
         if self.n_chains:
-            text += f", {self.n_chains} chains"
+            text += f", {self.n_chains} {_unit(self.method)}"
         text += ")"
         for message in self.warnings:
             text += f"\n  warning: {message}"
         return text
+
+
+#: What the per-chain entries of each method's estimate are, for the printed estimate.
+_UNITS = {"smc": "runs", "arm": "runs", "ais": "particles", "rais": "particles"}
+
+
+def _unit(method: str) -> str:
+    """``"runs"``, ``"particles"``, ``"methods"`` (a cross-check) or ``"chains"``."""
+    return "methods" if "+" in method else _UNITS.get(method, "chains")
+
+
+def _se_text(se: float) -> str:
+    """The se to three decimals, or to two significant digits below 0.0005 (so that a
+    small se does not print as 0.000)."""
+    return f"{se:.2g}" if 0 < se < 5e-4 else f"{se:.3f}"
