@@ -22,6 +22,7 @@ honours the arguments the same way:
 from __future__ import annotations
 
 import importlib.util
+import logging
 from dataclasses import dataclass, field, fields
 
 import pymc as pm
@@ -223,12 +224,12 @@ def run_nuts(
             **sampling.nuts_sampler_kwargs,
             **compile_kwargs,
         )
-        return pm.sample(step=step, initvals=points, **kwargs)
+        return _pm_sample(step=step, initvals=points, **kwargs)
     if points is not None and sampler == "nutpie":
         points = points[0]  # nutpie takes one starting point and jitters it per chain
     if sampling.compile_kwargs:
         kwargs["compile_kwargs"] = dict(sampling.compile_kwargs)
-    return pm.sample(
+    return _pm_sample(
         nuts_sampler=sampler,
         initvals=points,
         **_nuts_keywords(sampler, target, sampling.nuts_sampler_kwargs),
@@ -261,4 +262,19 @@ def run_step(
         )
     kwargs = _sample_keywords(model, sampling, random_seed, draws, tune)
     points = _merged_initvals(initvals, sampling.initvals, sampling.chains)
-    return pm.sample(step=step, initvals=points, **kwargs)
+    return _pm_sample(step=step, initvals=points, **kwargs)
+
+
+def _pm_sample(**kwargs):
+    """:func:`pymc.sample`; with the call's progress bar off, PyMC's INFO notices of these
+    internal runs ("Sequential sampling (4 chains in 1 job)", "NUTS: [...]", the time it
+    took) are not printed either (its warnings still are)."""
+    if kwargs.get("progressbar", True):
+        return pm.sample(**kwargs)
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        return pm.sample(**kwargs)
+    finally:
+        logger.setLevel(level)

@@ -278,8 +278,10 @@ class EvidenceProblem:
         small = self.space.ndim <= FULLRANK_MAX_DIM
         funnels = centred_scales(self.model) if small else ()
         if funnels:
-            _log.info(
-                "base='auto': annealing from the prior (centred scales: %s)", ", ".join(funnels)
+            _log.log(
+                logging.INFO if self.sampling.progressbar else logging.DEBUG,
+                "base='auto': annealing from the prior (centred scales: %s)",
+                ", ".join(funnels),
             )
             return "prior", {}
         if small:

@@ -149,7 +149,8 @@ def _adapt(sampler, options, seeds):
             warnings.simplefilter("ignore")
             est = ct_log_evidence(delta, log_zeta)
         history.append(_round_summary(est, log_zeta, base))
-        _log.info(
+        _log.log(
+            logging.INFO if sampler.problem.sampling.progressbar else logging.DEBUG,
             "CT adaptation round %d: log zeta %.3f -> estimate %.3f ± %.3f",
             r + 1,
             log_zeta,
