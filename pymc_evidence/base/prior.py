@@ -14,8 +14,8 @@ function ``n`` times. Both are deterministic in the seed.
 
 from __future__ import annotations
 
+import logging
 import threading
-import warnings
 import weakref
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -25,10 +25,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..estimators.diagnostics import ModelWarning
 from ._compile import checks_to_ninf, compile_fn, compile_rows
 from .gaussian import _structure, assign_shared, make_shared
 from .space import ModelSpace, model_space
+
+_log = logging.getLogger("pymc_evidence")
 
 __all__ = ["PriorBase", "prior_draws"]
 
@@ -96,12 +97,10 @@ def _compile_draws(space: ModelSpace):
         batched = [pt.reshape(v, (n, -1)) for v in _batch(outs, resized)]
         flat = replace_rng_nodes([pt.concatenate(batched, axis=1)])[0]
         return compile_fn([n], flat, jit=False), find_rng_nodes([flat]), True
-    except Exception as err:  # a distribution that cannot be batched
-        warnings.warn(
-            f"could not vectorize prior draws ({err!r}); drawing one point at a time",
-            ModelWarning,
-            stacklevel=4,
-        )
+    except Exception as err:  # a distribution that cannot be batched (LKJCorr on PyMC 6)
+        # the same draws one point at a time: right, and without JIT about a millisecond a
+        # draw, so not worth a warning the user cannot act on
+        _log.debug("could not vectorize prior draws (%r); drawing one point at a time", err)
     flat = replace_rng_nodes([pt.concatenate([pt.flatten(v) for v in outs])])[0]
     return compile_fn([], flat, jit=False), find_rng_nodes([flat]), False
 
