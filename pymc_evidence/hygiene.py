@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import pymc as pm
 
-__all__ = ["ModelHygieneError", "check_model", "POTENTIAL_ROLES"]
+__all__ = ["ModelHygieneError", "check_model", "is_discrete", "POTENTIAL_ROLES"]
 
 #: What a user may say a ``pm.Potential`` term is.
 POTENTIAL_ROLES = ("likelihood",)
 
 _IMPROPER_OPS = {"FlatRV", "HalfFlatRV"}
+
+
+def is_discrete(rv) -> bool:
+    """True for a variable of integer or boolean dtype."""
+    return rv.type.dtype.startswith(("int", "uint", "bool"))
 
 
 class ModelHygieneError(ValueError):
@@ -69,7 +74,7 @@ def check_model(model: pm.Model, *, potentials: str | None = None, discrete: boo
                 "is undefined (any constant multiple of an improper prior is as good as "
                 "another). Give it a proper prior, e.g. pm.Normal or pm.HalfNormal."
             )
-        if not discrete and rv.type.dtype.startswith(("int", "uint", "bool")):
+        if not discrete and is_discrete(rv):
             raise ModelHygieneError(
                 f"{rv.name!r} is a discrete free variable. Here it needs a continuous space "
                 "(gradient-based methods); pymc_evidence.sample_evidence sums out discrete "

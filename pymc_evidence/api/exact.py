@@ -18,15 +18,11 @@ import pymc as pm
 
 from ..estimators.diagnostics import ModelWarning
 from ..estimators.record import EvidenceEstimate
-from ..hygiene import check_model
+from ..hygiene import check_model, is_discrete
 from ..results.assemble import assemble_results
 from ..transforms.marginal import sum_out_discrete
 
 __all__ = ["exact_evidence"]
-
-
-def _is_discrete(rv) -> bool:
-    return rv.type.dtype.startswith(("int", "uint", "bool"))
 
 
 def exact_evidence(model, potentials=None):
@@ -44,7 +40,7 @@ def exact_evidence(model, potentials=None):
             "the model is empty (no free and no observed variables): it has no marginal "
             "likelihood. Add the data as observed variables (pm.Normal(..., observed=y))."
         )
-    if any(not _is_discrete(rv) for rv in source.free_RVs) and data:
+    if any(not is_discrete(rv) for rv in source.free_RVs) and data:
         return None
     if not data:
         check_model(source, potentials=potentials, discrete=True)

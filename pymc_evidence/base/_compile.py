@@ -240,10 +240,13 @@ def gathers_data(outputs) -> bool:
     from pytensor.graph.traversal import ancestors
     from pytensor.tensor import subtensor
 
-    names = ("AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubtensor1")
-    kinds = tuple(
-        getattr(subtensor, n) for n in (*names, "AdvancedIncSubtensor1") if hasattr(subtensor, n)
+    names = (
+        "AdvancedSubtensor",
+        "AdvancedIncSubtensor",
+        "AdvancedSubtensor1",
+        "AdvancedIncSubtensor1",
     )
+    kinds = tuple(getattr(subtensor, n) for n in names if hasattr(subtensor, n))  # *1: PyTensor 2
     for var in ancestors(list(outputs) if isinstance(outputs, list | tuple) else [outputs]):
         node = var.owner
         if node is None or not isinstance(node.op, kinds):

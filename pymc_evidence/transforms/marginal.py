@@ -28,7 +28,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import compile_fn
-from ..hygiene import ModelHygieneError
+from ..hygiene import ModelHygieneError, is_discrete
 
 __all__ = ["MAX_JOINT_VALUES", "SummedOut", "finite_support", "sum_out_discrete"]
 
@@ -78,10 +78,6 @@ class SummedOut:
             name = self.names[0]
             return {name: self.values[name][index].reshape((n,) + log_weights.shape[2:])}
         return {name: self.values[name][index[:, 0]] for name in self.names}
-
-
-def _is_discrete(rv) -> bool:
-    return rv.type.dtype.startswith(("int", "uint", "bool"))
 
 
 def _fixed(param, model: pm.Model, name: str, what: str) -> np.ndarray:
@@ -179,7 +175,7 @@ def sum_out_discrete(model: pm.Model) -> SummedOut | None:
         A discrete variable of unbounded support, whose support depends on other random
         variables, or more than :data:`MAX_JOINT_VALUES` joint values.
     """
-    discrete = [rv for rv in model.free_RVs if _is_discrete(rv)]
+    discrete = [rv for rv in model.free_RVs if is_discrete(rv)]
     if not discrete:
         return None
     if len(discrete) == 1 and _too_many(discrete, model):
