@@ -24,7 +24,7 @@ from .api import (
     st_evidence,
 )
 from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
-from .compare import bayes_factor, compare
+from .compare import bayes_factor, bf, compare, post_prob
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import (
     BaseFitWarning,
@@ -68,6 +68,7 @@ __all__ = [
     "WeightWarning",
     "__version__",
     "bayes_factor",
+    "bf",
     "bridge_sampling",
     "check_model",
     "compare",
@@ -82,6 +83,7 @@ __all__ = [
     "plot_running_log_z",
     "plot_st_levels",
     "plot_work_overlap",
+    "post_prob",
     "sample_evidence",
     "st_evidence",
 ]

@@ -1,5 +1,6 @@
 """Bayes factors, posterior model probabilities and a model comparison table.
 
+:func:`bf` and :func:`post_prob` carry the names of R's ``bridgesampling`` package.
 Every function accepts results containers holding a ``log_evidence`` group
 (``arviz.InferenceData`` or ``xarray.DataTree``), the group itself, or
 :class:`~pymc_evidence.estimators.record.EvidenceEstimate` records. Standard errors of
@@ -15,39 +16,59 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from pymc_evidence.estimators.diagnostics import ConvergenceWarning, CrossCheckWarning
 from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results.schema import log_evidence
 
-__all__ = ["BayesFactor", "bayes_factor", "compare"]
+__all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
 
-_COLUMNS = [
-    "log_z",
-    "se",
-    "method",
-    "d_log_z",
-    "d_log_z_se",
-    "log_bf",
-    "prior_prob",
-    "post_prob",
-    "post_prob_se",
-]
+_COLUMNS = "log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se".split()
 
 
 class BayesFactor(NamedTuple):
-    """Log Bayes factor ``log Z_a - log Z_b`` with its standard error."""
+    """Bayes factor of model ``a`` over model ``b``, kept as its log with a standard error.
+
+    Attributes
+    ----------
+    log_bf : float
+        ``log Z_a - log Z_b``.
+    se : float
+        Standard error of ``log_bf``, ``sqrt(se_a**2 + se_b**2)`` (independent runs).
+    bf : float
+        The Bayes factor itself, ``Z_a / Z_b = exp(log_bf)`` (``inf`` above ``exp(709)``).
+    bf_se : float
+        Delta-method standard error of ``bf``, ``bf * se``: a linearization, meaningful
+        while ``se`` is well below 1. For larger errors read the interval
+        ``exp(log_bf ± 2 se)`` instead, which is exact for a normal ``log_bf``.
+    """
 
     log_bf: float
     se: float
 
+    @property
+    def bf(self) -> float:
+        """The Bayes factor ``exp(log_bf)``."""
+        with np.errstate(over="ignore"):
+            return float(np.exp(self.log_bf))
+
+    @property
+    def bf_se(self) -> float:
+        """Delta-method standard error of :attr:`bf`: ``bf * se``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(self.bf * self.se)
+
     def __str__(self) -> str:
-        return f"log BF = {self.log_bf:.3f} ± {self.se:.3f}"
+        return f"log BF = {self.log_bf:.3f} ± {self.se:.3f} (BF = {self.bf:.3g})"
 
 
-def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
-    """Read every model's estimate; check log Z is finite; warn on mixed methods or bad SEs."""
+def _estimates(models: Mapping[Any, Any], stacklevel: int) -> dict[Any, EvidenceEstimate]:
+    """Read every model's estimate; check log Z is finite; warn on mixed methods or bad SEs.
+
+    ``stacklevel`` counts from here: the warnings point at the user's call.
+    """
     estimates = {}
     for name, obj in models.items():
         try:
@@ -65,7 +86,7 @@ def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
             f"Comparing estimates from different methods {methods}: each standard error covers "
             "only its own Monte Carlo error, not systematic differences between methods.",
             CrossCheckWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     bad = [name for name, est in estimates.items() if not np.isfinite(est.se)]
     if bad:
@@ -73,7 +94,7 @@ def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
             f"Standard error of log Z is not finite for {bad}; the derived uncertainties "
             "are not meaningful.",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     return estimates
 
@@ -89,7 +110,8 @@ def bayes_factor(a: Any, b: Any) -> BayesFactor:
     Returns
     -------
     BayesFactor
-        ``log_bf = log Z_a - log Z_b`` and ``se = sqrt(se_a**2 + se_b**2)``.
+        ``log_bf = log Z_a - log Z_b`` and ``se = sqrt(se_a**2 + se_b**2)``; ``.bf`` is
+        the factor ``Z_a / Z_b`` itself. :func:`bf` is the same under R's name.
 
     Warns
     -----
@@ -100,13 +122,37 @@ def bayes_factor(a: Any, b: Any) -> BayesFactor:
 
     Examples
     --------
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence import EvidenceEstimate
     >>> a = EvidenceEstimate(log_z=-10.0, se=0.3, method="ct")
     >>> b = EvidenceEstimate(log_z=-12.0, se=0.4, method="ct")
     >>> print(bayes_factor(a, b))
-    log BF = 2.000 ± 0.500
+    log BF = 2.000 ± 0.500 (BF = 7.39)
     """
-    est_a, est_b = _estimates({"a": a, "b": b}).values()
+    return _bayes_factor(a, b)
+
+
+def bf(a: Any, b: Any) -> BayesFactor:
+    """Bayes factor of model ``a`` over model ``b``, as R's ``bridgesampling::bf``.
+
+    :func:`bayes_factor` under R's name, with the same arguments, warnings and result:
+    ``.bf`` is the factor ``Z_a / Z_b``, ``.log_bf`` its log, ``.se`` the standard error of
+    the log and ``.bf_se`` the delta-method standard error of the factor.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate
+    >>> result = bf(EvidenceEstimate(-3.0, 0.1, "smc"), EvidenceEstimate(-4.0, 0.2, "smc"))
+    >>> print(result)
+    log BF = 1.000 ± 0.224 (BF = 2.72)
+    >>> round(result.bf, 4), round(result.bf_se, 4)
+    (2.7183, 0.6078)
+    """
+    return _bayes_factor(a, b)
+
+
+def _bayes_factor(a: Any, b: Any) -> BayesFactor:
+    """:func:`bayes_factor` and :func:`bf`; warnings point at their caller."""
+    est_a, est_b = _estimates({"a": a, "b": b}, stacklevel=4).values()
     return BayesFactor(
         log_bf=float(est_a.log_z - est_b.log_z), se=float(np.hypot(est_a.se, est_b.se))
     )
@@ -211,33 +257,132 @@ def compare(
     b        0.000       0.75
     a        1.099       0.25
     """
+    probs = _probabilities(models, prior_probs)
+    best = int(np.argmax(probs.log_z))
+    d_se = np.hypot(probs.se[best], probs.se)
+    d_se[best] = 0.0
+    table = pd.DataFrame(
+        {
+            "log_z": probs.log_z,
+            "se": probs.se,
+            "method": [probs.estimates[name].method for name in probs.names],
+            "d_log_z": probs.log_z[best] - probs.log_z,
+            "d_log_z_se": d_se,
+            "log_bf": probs.log_z - probs.log_z[best],
+            "prior_prob": np.exp(probs.log_prior),
+            "post_prob": probs.post,
+            "post_prob_se": probs.post_se,
+        },
+        index=pd.Index(probs.names, name="model"),
+    )
+    return table.sort_values("log_z", ascending=False, kind="stable")[_COLUMNS]
+
+
+class _Probabilities(NamedTuple):
+    """Every model's estimate, prior and posterior probability, in the order given."""
+
+    names: list
+    estimates: dict
+    log_z: np.ndarray
+    se: np.ndarray
+    log_prior: np.ndarray
+    post: np.ndarray
+    post_se: np.ndarray
+
+
+def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Probabilities:
+    """The one computation behind :func:`compare` and :func:`post_prob`.
+
+    Warnings point at the caller of those two (``stacklevel=4``).
+    """
     if not isinstance(models, Mapping):
         raise TypeError(f"models must be a dict of name to results, got {type(models).__name__}.")
     if not models:
         raise ValueError("models is empty; pass at least one model.")
     names = list(models)
     log_prior = _log_prior(names, prior_probs)
-    estimates = _estimates(models)
+    estimates = _estimates(models, stacklevel=4)
     log_z = np.array([estimates[name].log_z for name in names], dtype=np.float64)
     se = np.array([estimates[name].se for name in names], dtype=np.float64)
-    log_post = log_z + log_prior
-    post = np.exp(normalize_log_weights(log_post))
-    best = int(np.argmax(log_z))
-    d_log_z = log_z[best] - log_z
-    d_se = np.hypot(se[best], se)
-    d_se[best] = 0.0
-    table = pd.DataFrame(
-        {
-            "log_z": log_z,
-            "se": se,
-            "method": [estimates[name].method for name in names],
-            "d_log_z": d_log_z,
-            "d_log_z_se": d_se,
-            "log_bf": log_z - log_z[best],
-            "prior_prob": np.exp(log_prior),
-            "post_prob": post,
-            "post_prob_se": _post_prob_se(post, se),
-        },
-        index=pd.Index(names, name="model"),
-    )
-    return table.sort_values("log_z", ascending=False, kind="stable")[_COLUMNS]
+    post = np.exp(normalize_log_weights(log_z + log_prior))
+    return _Probabilities(names, estimates, log_z, se, log_prior, post, _post_prob_se(post, se))
+
+
+def post_prob(
+    *results: Any,
+    prior_probs: Mapping | Sequence | None = None,
+    model_names: Sequence | None = None,
+) -> pd.DataFrame:
+    """Posterior model probabilities, as R's ``bridgesampling::post_prob``.
+
+    The ``prior_prob``, ``post_prob`` and ``post_prob_se`` columns of :func:`compare`, in
+    the order the models were given.
+
+    Parameters
+    ----------
+    *results : arviz.InferenceData, xarray.DataTree, xarray.Dataset or EvidenceEstimate
+        One result per model (independent runs), each with a ``log_evidence`` group, or
+        their estimates; or a single dict of model name to result; or a single list.
+    prior_probs : dict or sequence of float, optional
+        Prior model probabilities, as in :func:`compare`. Default: uniform.
+    model_names : sequence, optional
+        Names for results passed one by one (default ``0, 1, ...``); a dict names its
+        models itself.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model name (index name ``"model"``), in the order given, with columns
+        ``prior_prob``, ``post_prob`` (summing to 1) and ``post_prob_se`` (delta-method
+        standard error, reliable only while the log Z errors are well below 1).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`compare`; also for no result, ``model_names`` with a dict, or
+        ``model_names`` that do not name each result once.
+
+    Warns
+    -----
+    CrossCheckWarning, ConvergenceWarning
+        As :func:`compare`.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate
+    >>> a = EvidenceEstimate(-3.0, 0.1, "smc")
+    >>> b = EvidenceEstimate(-4.0, 0.2, "smc")
+    >>> post_prob(a, b)["post_prob"].round(4).tolist()  # e / (1 + e), 1 / (1 + e)
+    [0.7311, 0.2689]
+    >>> post_prob({"a": a, "b": b}, prior_probs=[0.25, 0.75]).round(3)
+    ... # doctest: +NORMALIZE_WHITESPACE
+           prior_prob  post_prob  post_prob_se
+    model
+    a            0.25      0.475         0.056
+    b            0.75      0.525         0.056
+    """
+    models = _named(results, model_names)
+    probs = _probabilities(models, prior_probs)
+    values = (np.exp(probs.log_prior), probs.post, probs.post_se)
+    columns = dict(zip(("prior_prob", "post_prob", "post_prob_se"), values, strict=True))
+    return pd.DataFrame(columns, index=pd.Index(probs.names, name="model"))
+
+
+def _named(results: tuple, model_names: Sequence | None) -> Mapping:
+    """:func:`post_prob`'s arguments as a dict of model name to result (one model's
+    ``Dataset``, ``DataTree`` or ``InferenceData`` is a mapping too, not a dict of models)."""
+    one = results[0] if len(results) == 1 else None
+    if isinstance(one, Mapping) and not isinstance(one, xr.Dataset) and not hasattr(one, "groups"):
+        if model_names is not None:
+            raise TypeError("model_names is for results passed one by one; a dict names them.")
+        return one
+    if isinstance(one, list | tuple):
+        results = tuple(one)
+    if not results:
+        raise ValueError("no results given; pass at least one model's result.")
+    names = list(range(len(results))) if model_names is None else list(model_names)
+    if len(names) != len(results) or len(set(names)) != len(names):
+        raise ValueError(
+            f"model_names must name each of the {len(results)} results once, got {names!r}."
+        )
+    return dict(zip(names, results, strict=True))

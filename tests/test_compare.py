@@ -1,5 +1,7 @@
 """Bayes factors and model comparison against hand-computed numbers."""
 
+import doctest
+import importlib
 import warnings
 
 import numpy as np
@@ -8,7 +10,7 @@ import xarray as xr
 
 import pymc_evidence as pme
 from pymc_evidence import compat
-from pymc_evidence.compare import BayesFactor, bayes_factor, compare
+from pymc_evidence.compare import BayesFactor, bayes_factor, bf, compare, post_prob
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results import GROUP, estimate_to_dataset
 
@@ -110,7 +112,7 @@ def test_bayes_factor_propagates_errors():
     assert isinstance(result, BayesFactor)
     assert result.log_bf == 2.0
     assert result.se == pytest.approx(0.5, rel=1e-12)
-    assert str(result) == "log BF = 2.000 ± 0.500"
+    assert str(result) == "log BF = 2.000 ± 0.500 (BF = 7.39)"
     log_bf, se = bayes_factor(as_idata(est(0.0, 0.05)), est(LOG3, 0.12))
     assert log_bf == pytest.approx(-LOG3, rel=1e-12)
     assert se == pytest.approx(0.13, rel=1e-12)
@@ -156,3 +158,118 @@ def test_invalid_models():
     no_group = compat.new_idata({"posterior": xr.Dataset({"x": ("draw", np.ones(2))})})
     with pytest.raises(KeyError, match="log_evidence"):
         compare({"a": no_group})
+
+
+# -- R's bridgesampling names: bf and post_prob ---------------------------------------------
+
+E = np.e
+# two estimates, -3.0 ± 0.1 and -4.0 ± 0.2: BF = e, log BF = 1 ± sqrt(0.05)
+A, B = est(-3.0, 0.1, "smc"), est(-4.0, 0.2, "smc")
+
+
+def test_bf_is_the_factor_with_its_log_and_se():
+    result = pme.bf(A, B)
+    assert isinstance(result, BayesFactor)
+    assert result == bayes_factor(A, B)
+    assert result.log_bf == 1.0
+    assert result.se == pytest.approx(np.sqrt(0.05), rel=1e-12)
+    assert result.bf == pytest.approx(E, rel=1e-12)
+    # delta method: d exp(l) = exp(l) dl
+    assert result.bf_se == pytest.approx(E * np.sqrt(0.05), rel=1e-12)
+    assert str(result) == "log BF = 1.000 ± 0.224 (BF = 2.72)"
+    log_bf, se = result  # still the two-field record
+    assert (log_bf, se) == (result.log_bf, result.se)
+    reverse = bf(B, A)
+    assert reverse.bf == pytest.approx(1 / E, rel=1e-12)
+    assert reverse.se == result.se
+
+
+def test_bf_of_a_huge_log_factor_is_inf_without_a_warning():
+    result = bf(est(800.0, 0.1), est(0.0, 0.1))
+    assert result.bf == np.inf and result.bf_se == np.inf
+    assert "BF = inf" in str(result)
+
+
+@pytest.mark.parametrize("function", [bf, bayes_factor, post_prob])
+def test_warnings_point_at_the_callers_line(function):
+    with pytest.warns(pme.CrossCheckWarning, match="different methods") as record:
+        function(est(0.0, method="ct"), est(1.0, method="ais"))
+    assert record[0].filename == __file__
+    with pytest.warns(pme.CrossCheckWarning) as record:
+        compare({"a": est(0.0, method="ct"), "b": est(1.0, method="ais")})
+    assert record[0].filename == __file__
+
+
+def test_post_prob_of_two_estimates():
+    table = post_prob(A, B)
+    assert list(table.columns) == ["prior_prob", "post_prob", "post_prob_se"]
+    assert list(table.index) == [0, 1] and table.index.name == "model"
+    np.testing.assert_allclose(table["post_prob"], [E / (1 + E), 1 / (1 + E)], rtol=1e-12)
+    np.testing.assert_allclose(table["prior_prob"], [0.5, 0.5])
+    # two models: se(p) = p (1 - p) se(log BF) for both
+    expected = E / (1 + E) ** 2 * np.sqrt(0.05)
+    np.testing.assert_allclose(table["post_prob_se"], [expected, expected], rtol=1e-12)
+
+
+def test_post_prob_keeps_the_order_given_and_matches_compare():
+    models = {"worse": B, "better": A, "third": est(-5.0, 0.3, "smc")}
+    table = post_prob(models)
+    assert list(table.index) == ["worse", "better", "third"]  # not sorted
+    full = compare(models)
+    cols = ["prior_prob", "post_prob", "post_prob_se"]
+    np.testing.assert_allclose(table[cols], full.loc[list(models), cols], rtol=1e-12)
+    np.testing.assert_allclose(table["post_prob"].sum(), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: post_prob(A, B, model_names=["a", "b"]),
+        lambda: post_prob([A, B], model_names=("a", "b")),
+        lambda: post_prob({"a": A, "b": B}),
+        lambda: post_prob(as_idata(A), estimate_to_dataset(B), model_names=["a", "b"]),
+    ],
+)
+def test_post_prob_accepts_positional_list_dict_and_containers(call):
+    table = call()
+    assert list(table.index) == ["a", "b"]
+    np.testing.assert_allclose(table["post_prob"], [E / (1 + E), 1 / (1 + E)], rtol=1e-12)
+
+
+def test_post_prob_with_prior_probs():
+    # prior odds 1:e cancel the Bayes factor e: equal posterior probabilities
+    prior = [1 / (1 + E), E / (1 + E)]
+    table = post_prob(A, B, prior_probs=prior)
+    np.testing.assert_allclose(table["post_prob"], [0.5, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(table["prior_prob"], prior, rtol=1e-12)
+    named = post_prob({"a": A, "b": B}, prior_probs={"a": 0.25, "b": 0.75})
+    p_a = 0.25 * E / (0.25 * E + 0.75)
+    np.testing.assert_allclose(named["post_prob"], [p_a, 1 - p_a], rtol=1e-12)
+
+
+def test_post_prob_single_model_and_errors():
+    single = post_prob(A)
+    assert single.loc[0, "post_prob"] == 1.0 and single.loc[0, "post_prob_se"] == 0.0
+    with pytest.raises(ValueError, match="no results"):
+        post_prob()
+    with pytest.raises(ValueError, match="empty"):
+        post_prob({})
+    with pytest.raises(ValueError, match="name each of the 2 results once"):
+        post_prob(A, B, model_names=["a"])
+    with pytest.raises(ValueError, match="name each of the 2 results once"):
+        post_prob(A, B, model_names=["a", "a"])
+    with pytest.raises(TypeError, match="a dict names them"):
+        post_prob({"a": A, "b": B}, model_names=["x", "y"])
+    with pytest.raises(ValueError, match="sum to 1"):
+        post_prob(A, B, prior_probs=[0.5, 0.6])
+    with pytest.raises(TypeError, match="Model 1"):
+        post_prob(A, 3.0)
+    with pytest.warns(pme.ConvergenceWarning, match="not finite") as record:
+        post_prob(A, est(-4.0, np.nan, "smc"))
+    assert record[0].filename == __file__
+
+
+def test_docstring_examples():
+    module = importlib.import_module("pymc_evidence.compare")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10 and result.failed == 0

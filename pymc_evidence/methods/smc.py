@@ -184,6 +184,8 @@ def _spec(name, description):
 
 
 SMC_SPEC = _spec(
-    "smc", "tempered resample-move SMC from the base, adaptive schedule, batched HMC moves"
+    "smc",
+    "tempered resample-move SMC (default) from the base, temperatures fixed by a pilot run, "
+    "batched HMC moves",
 )
 ARM_SPEC = _spec("arm", "resample-move SMC with adaptive particle counts on hard steps (ARM)")
