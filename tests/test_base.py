@@ -535,14 +535,17 @@ def test_fit_base_raises_when_every_restart_fails():
         pme.fit_base("advi", restarts=3, n_steps=200, random_seed=0, model=model)
 
 
-def test_run_advi_early_stop_shortens_only_the_constant_phase():
+def test_run_advi_early_stop_shortens_the_constant_phase_and_the_decay():
+    """A plateau after ``k`` steps ends the constant rate there and the decay takes ``k``
+    more steps, at least a quarter of ``n_steps`` (not half); the fits are as good as the
+    full schedule's."""
     starts = np.zeros((3, 2))
     short = run_advi(_FakeDensity(), starts, n_steps=1600, rng=np.random.default_rng(1))
     full = run_advi(
         _FakeDensity(), starts, n_steps=1600, rng=np.random.default_rng(1), early_stop=False
     )
     assert full.n_steps == 1600 and full.traces.shape == (3, 1600)
-    assert 1000 <= short.n_steps < 1600 and short.traces.shape == (3, short.n_steps)
+    assert 600 <= short.n_steps <= 1000 and short.traces.shape == (3, short.n_steps)
     for result in (short, full):
         np.testing.assert_allclose(result.means, 0.0, atol=0.1)
         np.testing.assert_allclose(np.diagonal(result.chols, axis1=1, axis2=2), 1.0, atol=0.1)

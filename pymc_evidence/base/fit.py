@@ -11,9 +11,9 @@ import warnings
 
 import numpy as np
 import pymc as pm
-from scipy.special import logsumexp
 
 from ..estimators.diagnostics import BaseFitWarning
+from ..estimators.logspace import logsumexp
 from ..hygiene import check_model
 from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi

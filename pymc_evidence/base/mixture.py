@@ -15,8 +15,8 @@ from typing import ClassVar
 import numpy as np
 import pytensor.tensor as pt
 from scipy.linalg import solve_triangular
-from scipy.special import logsumexp
 
+from ..estimators.logspace import logsumexp
 from .gaussian import _LOG_2PI, GaussianBase, _structure, assign_shared, make_shared, moment_match
 
 __all__ = ["MixtureBase"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from scipy.special import logsumexp
 
+from .logspace import logsumexp
 from .record import EvidenceEstimate
 
 __all__ = [

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
-from scipy.special import logsumexp
 
 from .diagnostics import ConvergenceWarning, WarningMessage, WeightWarning
 from .logspace import (
@@ -24,6 +23,7 @@ from .logspace import (
     emit_warnings,
     kish_ess,
     log_mean_exp_se,
+    logsumexp,
     normalize_log_weights,
 )
 from .record import EvidenceEstimate
