@@ -26,7 +26,7 @@ from pymc_evidence.base._compile import (
     use_backend,
 )
 from pymc_evidence.base.batched_logp import batched_logp
-from pymc_evidence.base.jax_rows import jax_started
+from pymc_evidence.base.jax_rows import JAX_MAX_ROWS, jax_started
 from pymc_evidence.compat import get_group
 from pymc_evidence.methods._runs import n_threads, n_workers
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression
@@ -82,8 +82,17 @@ def test_batched_logp_matches_default_backend(name):
         assert np.all(logp_jax[~finite] == -np.inf)
     np.testing.assert_allclose(logp_jax[finite], logp[finite], rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(grad_jax[finite], grad[finite], rtol=1e-7, atol=1e-8)
-    for n in (1, 8, 9) if name != "correlated" else ():  # padded to 8, 8, 16 rows, cut back
+    for n in (1, 8, 33) if name != "correlated" else ():  # padded to 32, 32, 64, cut back
         np.testing.assert_allclose(on_jax(rows[:n])[0], logp_jax[:n], rtol=1e-12)
+    rows_fn = on_jax._fn
+    assert rows_fn.max_rows == JAX_MAX_ROWS  # no accelerator here: long calls in chunks
+    rows_fn.max_rows = 16  # 37 rows: chunks of 16, 16 and 5 (padded to 32)
+    try:
+        chunked = on_jax(rows)
+    finally:
+        rows_fn.max_rows = JAX_MAX_ROWS
+    np.testing.assert_allclose(chunked[0], logp_jax, rtol=1e-9)  # XLA sums per shape
+    np.testing.assert_allclose(chunked[1], grad_jax, rtol=1e-7)
 
 
 def test_use_backend_sets_the_cached_function_and_keeps_runs_in_process():
@@ -195,7 +204,7 @@ def test_jax_started_only_once_jax_has_run():
 
     code = (
         "import jax, jax.numpy as jnp\n"
-        "from pymc_evidence.base.jax_rows import jax_started\n"
+        "from pymc_evidence.base.jax_rows import JAX_MAX_ROWS, jax_started\n"
         "from pymc_evidence.methods._runs import n_workers\n"
         "print(jax_started(), n_workers(2, 4))\n"
         "jnp.ones(2).block_until_ready()\n"

@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 __all__ = [
+    "JAX_MAX_ROWS",
     "JAX_MIN_ROWS",
     "JaxRows",
     "compile_rows_jax",
@@ -35,8 +36,17 @@ __all__ = [
 ]
 
 #: Fewest rows of one JAX call: row counts are padded to a power of two from here, so that
-#: ``jax.jit`` traces and compiles a handful of shapes rather than one per count.
-JAX_MIN_ROWS = 8
+#: ``jax.jit`` traces and compiles a handful of shapes rather than one per count. 32 is
+#: ADVI's call (8 restarts x 4 Monte Carlo points), which the mode search's single points
+#: then share: every shape is an XLA compilation of the whole graph (0.25 s for a
+#: one-parameter model, seconds for a latent GP).
+JAX_MIN_ROWS = 32
+
+#: Most rows of one JAX call on a CPU: longer matrices go in chunks of this many (the SMC
+#: runs' 1000 particles are one chunk), so that a one-off long evaluation (the base's
+#: 8 x 1000 draws) compiles no shape of its own. On a GPU or TPU, where wide calls are what
+#: the device is for, there is no limit.
+JAX_MAX_ROWS = 1024
 
 _JAX_FAILED = (
     "PyTensor's JAX backend cannot run the model's log density for {what}; use "
@@ -145,14 +155,16 @@ class JaxRows:
     """A jitted, vmapped function of a matrix's rows, returning float64 numpy arrays.
 
     A matrix's rows are padded (by repeating the last row) to a power of two of at least
-    :data:`JAX_MIN_ROWS`, and the outputs cut back: ``jax.jit`` compiles once per input
-    shape, so particle counts that change (ARM, the last chunk of a long evaluation) reuse
-    a few compiled shapes instead of compiling for each.
+    :data:`JAX_MIN_ROWS`, and the outputs cut back; on a CPU, more than
+    :data:`JAX_MAX_ROWS` rows go in chunks of that many. ``jax.jit`` compiles once per
+    input shape, so particle counts that change (ARM, the last chunk of a long evaluation)
+    reuse a few compiled shapes instead of compiling for each.
     """
 
     def __init__(self, fn, shared, what: str, ndim: int, single: bool = False):
         self.fn, self.shared, self.what, self.ndim = fn, list(shared), what, ndim
         self.single = single  # one output graph: return its array, not a list of one
+        self.max_rows = sys.maxsize if jax_accelerator() else JAX_MAX_ROWS
         self._values: list = [None] * len(self.shared)  # (host array, device array)
 
     def _shared_values(self) -> list:
@@ -180,6 +192,17 @@ class JaxRows:
 
     def __call__(self, xs):
         xs = np.asarray(xs, dtype=np.float64)
+        if len(xs) > self.max_rows:
+            parts = [
+                self._rows(xs[i : i + self.max_rows]) for i in range(0, len(xs), self.max_rows)
+            ]
+            if self.single:
+                return np.concatenate(parts)
+            return [np.concatenate(chunks) for chunks in zip(*parts, strict=True)]
+        return self._rows(xs)
+
+    def _rows(self, xs):
+        """The outputs at the rows of ``xs`` (at most :attr:`max_rows`), in one padded call."""
         n = len(xs)
         size = max(JAX_MIN_ROWS, 1 << max(n - 1, 0).bit_length())
         padded = xs
