@@ -27,7 +27,12 @@ from pymc_evidence.plots import (  # noqa: E402
     plot_work_overlap,
 )
 from pymc_evidence.results import GROUP, estimate_to_dataset  # noqa: E402
-from pymc_evidence.results.schema import CHAIN_LOG_Z, CHAIN_LOG_Z_SE, LOG_Z  # noqa: E402
+from pymc_evidence.results.schema import (  # noqa: E402
+    CHAIN_LOG_Z,
+    CHAIN_LOG_Z_SE,
+    LOG_Z,
+    LOG_Z_SE,
+)
 
 Y = np.array([0.3, -0.5])
 COV = np.eye(2) + 1.0  # y ~ N(0, I + 11'): mu ~ N(0, 1), y_i | mu ~ N(mu, 1)
@@ -52,6 +57,7 @@ OPTIONS = {
     "bridge": {},
 }
 CROSS_CHECK = ("smc", "bridge")
+OFF_SCALE = "off scale (full range in inset)"
 
 
 def _model():
@@ -211,13 +217,17 @@ def _check_prefix_plot(ax, name, group):
 
 
 def _check_smc_plot(ax, group):
-    """One cumulative log Z trace per run, from (0, 0) to (1, that run's log Z)."""
+    """One cumulative log Z trace per run, from (0, 0) to (1, that run's log Z); the main
+    panel zooms on the estimate (the stages above it marked on the top edge), an inset
+    shows every stage."""
     n_runs = group.sizes["run"]
     traces = ax.get_lines()[:n_runs]
-    assert len(ax.get_lines()) == n_runs + 2  # the runs, the final estimate, the reference
+    (marks,) = [line for line in ax.get_lines() if line.get_label() == OFF_SCALE]
+    assert len(ax.get_lines()) == n_runs + 3  # runs, off-scale marks, final, reference
     assert _labels(ax) == [
         "± 2 se",
         *(f"run {r}" for r in range(n_runs)),
+        OFF_SCALE,
         "final estimate",
         "reference",
     ]
@@ -226,7 +236,21 @@ def _check_smc_plot(ax, group):
         assert x.size == group["n_stages"].values[r] + 1 >= 3  # a marker per stage
         assert (x[0], y[0], x[-1]) == (0.0, 0.0, 1.0) and np.all(np.diff(x) > 0)
         assert y[-1] == pytest.approx(float(group[CHAIN_LOG_Z][r]), abs=1e-10)
+    assert 0.0 in marks.get_xdata() and set(marks.get_ydata()) == {0.97}  # beta = 0 is above
+    _check_zoom(ax, group, traces)
     assert "beta" in ax.get_xlabel() and len(ax.patches) == 1  # the final band
+
+
+def _check_zoom(ax, group, traces, reference=EXACT):
+    """The y axis spans the estimate ± max(6 se, 0.01, the runs' ends, the reference)."""
+    final, se = float(group[LOG_Z]), float(group[LOG_Z_SE])
+    ends = [line.get_ydata()[np.isfinite(line.get_ydata())][-1] for line in traces]
+    half = max(6 * se, 0.01, *(1.1 * abs(np.array([*ends, reference]) - final)))
+    assert ax.get_ylim() == pytest.approx((final - half, final + half))
+    (inset,) = ax.child_axes
+    assert len(inset.get_lines()) == len(traces) + 2  # the traces, final, reference
+    low, high = inset.get_ylim()
+    assert low < min(line.get_ydata().min() for line in traces) and high > 0.0
 
 
 def _check_bridge_plot(ax, group):
@@ -260,6 +284,7 @@ def test_running_log_z_every_method(name, results):
     final, reference = ax.get_lines()[-2:]
     assert final.get_ydata()[0] == float(group[LOG_Z]) and reference.get_ydata()[0] == EXACT
     assert ax.get_ylabel() == "log Z" and name in ax.get_title()
+    _check_plain_ticks(ax.yaxis)
     if name in PREFIX_XLABELS:
         _check_prefix_plot(ax, name, group)
     elif name in ("smc", "arm"):
@@ -293,6 +318,62 @@ def test_running_log_z_smc_runs_of_different_lengths():
     np.testing.assert_allclose(runs[0].get_ydata(), [0.0, -1.0, -2.5])
     np.testing.assert_allclose(runs[1].get_ydata(), [0.0, -0.5, -1.5, -2.6])
     assert _labels(ax)[0] == "± 1 se"
+
+
+def _smc_idata(final=-41.0, se=0.01, spread=0.004):
+    """Two SMC runs whose stages sum to about ``final`` (cumulative 0, -5, -20, final)."""
+    ends = np.array([final - spread / 2, final + spread / 2])
+    betas = [[0.0, 0.1, 0.4, 1.0]] * 2
+    increments = [[np.nan, -5.0, -15.0, end + 20.0] for end in ends]
+    est = pme.EvidenceEstimate(final, se, "smc", ends, np.array([se * np.sqrt(2)] * 2))
+    group = estimate_to_dataset(
+        est, chain_dim="run", stage_values={"beta": betas, "log_increment": increments}
+    )
+    return compat.new_idata({GROUP: group})
+
+
+def _check_plain_ticks(axis):
+    """Neither an offset (``-6.98e1``) nor powers of ten on a log Z axis, once drawn."""
+    axis.axes.figure.canvas.draw()
+    assert axis.get_offset_text().get_text() == ""
+    assert not any("e" in label.get_text() for label in axis.get_ticklabels())
+
+
+def test_running_log_z_smc_zooms_on_the_estimate():
+    """The stages span 0 to -41: the main panel shows -41 ± 6 se, the inset all stages."""
+    idata = _smc_idata()
+    ax = plot_running_log_z(idata, reference=-41.02)
+    assert ax.get_ylim() == pytest.approx((-41.06, -40.94))  # final ± 6 se
+    (marks,) = [line for line in ax.get_lines() if line.get_label() == OFF_SCALE]
+    np.testing.assert_array_equal(marks.get_xdata(), [0.0, 0.1, 0.4] * 2)  # the stages above
+    assert marks.get_marker() == "^" and _labels(ax)[-1] == "reference"
+    (inset,) = ax.child_axes
+    assert inset.get_ylim()[0] < -41.0 and inset.get_ylim()[1] > 0.0
+    _check_plain_ticks(ax.yaxis)
+    _check_plain_ticks(inset.yaxis)
+
+
+def test_running_log_z_zoom_floor_and_far_reference():
+    """A zero se zooms on ± 0.01 nats; a reference far off is named in the legend."""
+    ax = plot_running_log_z(_smc_idata(se=0.0, spread=0.0), reference=-30.0)
+    assert ax.get_ylim() == pytest.approx((-41.01, -40.99))
+    assert _labels(ax)[-1] == "reference (-30, off scale)"
+    # a wide spread of the runs' ends widens the zoom so that every end shows
+    ax = plot_running_log_z(_smc_idata(spread=0.4))
+    assert ax.get_ylim() == pytest.approx((-41.22, -40.78))
+
+
+def test_running_log_z_no_zoom_when_everything_shows():
+    """Bridge iterates within ± 6 se of the estimate: plain autoscale, no inset."""
+    est = pme.EvidenceEstimate(-69.8031, 0.002, "bridge", np.array([-69.8031]), np.array([0.002]))
+    iterates = {"log_z_iterates": ("iteration", [-69.805, -69.8032, -69.8031])}
+    group = estimate_to_dataset(est, extra_dims=iterates)
+    idata = compat.new_idata({GROUP: group})
+    ax = plot_running_log_z(idata)
+    assert ax.child_axes == [] and OFF_SCALE not in _labels(ax)
+    _check_plain_ticks(ax.yaxis)  # -69.805 to -69.801: matplotlib's default offsets it
+    ax = plot_running_log_z(idata, reference=-69.9)
+    assert _labels(ax)[-1] == "reference" and ax.get_ylim()[0] < -69.9  # autoscaled to it
 
 
 def test_running_log_z_bridge_repetitions(results):
@@ -379,27 +460,131 @@ def test_st_levels(st):
     assert "level" in ax.get_xlabel()
 
 
+def _right_labels(ax):
+    """The annotation of each row: the right-hand tick labels of the last panel."""
+    (right,) = ax.figure.axes[-1].child_axes
+    return [label.get_text() for label in right.get_yticklabels()]
+
+
+def _bars(ax):
+    """``(x, y, half-width)`` of every error bar of ``ax``, in drawing order."""
+    out = []
+    for container in ax.containers:
+        x, y = container.lines[0].get_xydata()[0]
+        low, high = container.lines[2][0].get_segments()[0][:, 0]
+        out.append((x, y, (high - low) / 2))
+    return np.array(out)
+
+
+def _numbers(text):
+    """The numbers in an annotation, e.g. ``[-1.5, 0.25, 0.12, 0.02]``."""
+    words = text.replace("±", " ").replace("(", " ").replace(")", " ").split()
+    return [float(word) for word in words if word[-1].isdigit()]
+
+
+E = pme.EvidenceEstimate
+#: Input order worst first; the bars (a few tenths) show on the difference axis.
+CLOSE = {
+    "no_pool": E(-126.0, 0.1, "ct"),
+    "pooled": E(-120.4, 0.15, "ct"),
+    "hier": E(-118.9, 0.2, "ct"),
+    "hier_t": E(-119.3, 0.35, "ct"),
+}
+
+
+def test_compare_best_first_with_bayes_factors_and_probabilities():
+    table = pme.compare(CLOSE)
+    ax = plot_compare(CLOSE, k=2)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["hier", "hier_t", "pooled", "no_pool"]
+    assert ax.get_ylim() == (3.5, -0.5)  # the best on top
+    bars = _bars(ax)[np.argsort(_bars(ax)[:, 1])]  # by row
+    np.testing.assert_allclose(bars[:, 0], table["log_bf"])  # x: log Z - best log Z
+    np.testing.assert_allclose(bars[:, 2], 2 * np.r_[0.2, table["d_log_z_se"][1:]])
+    labels = _right_labels(ax)
+    assert labels[0].startswith("log BF 0 (best)") and "P(M|y)" in labels[0]
+    for text, (_, row) in zip(labels, table.iterrows(), strict=True):
+        numbers = _numbers(text)
+        if row["log_bf"] < 0:
+            np.testing.assert_allclose(
+                numbers[:2], row[["log_bf", "d_log_z_se"]].astype(float), atol=0.006
+            )
+        np.testing.assert_allclose(
+            numbers[-2:], row[["post_prob", "post_prob_se"]].astype(float), atol=6e-3
+        )
+    assert len(ax.figure.axes) == 1  # the bars show: no zoom panel
+    assert ax.get_xlabel() == "log Z − log Z of the best (± 2 se)"
+    _check_plain_ticks(ax.xaxis)
+
+
+def test_compare_prior_probs_and_table_input():
+    prior = {"hier": 0.1, "hier_t": 0.1, "pooled": 0.4, "no_pool": 0.4}
+    table = pme.compare(CLOSE, prior_probs=prior)
+    for ax in (plot_compare(CLOSE, prior_probs=prior), plot_compare(table)):
+        labels = _right_labels(ax)
+        assert labels[2].endswith("(prior 0.4)")
+        assert _numbers(labels[2])[-3] == pytest.approx(table.loc["pooled", "post_prob"], abs=6e-3)
+    equal = _right_labels(plot_compare(CLOSE))
+    assert "prior" not in equal[2] and equal[2] != labels[2]
+
+
+def test_compare_zoom_panel_when_bars_are_too_small():
+    """se of hundredths against 6 nats: a panel magnifies each row, bars and exact values."""
+    results = {"a": E(-60.0, 0.01, "smc"), "b": E(-53.5, 0.007, "smc")}
+    ax = plot_compare(results, reference={"a": -60.015, "b": -53.9})
+    main, zoom = ax.figure.axes
+    assert main is ax and [t.get_text() for t in ax.get_yticklabels()] == ["b", "a"]
+    bars = _bars(zoom)
+    np.testing.assert_allclose(bars[:, 0], 0.0, atol=1e-12)  # each row on its first estimate
+    np.testing.assert_allclose(bars[:, 2], 2 * np.array([np.hypot(0.01, 0.007), 0.007]))
+    low, high = zoom.get_xlim()
+    assert high == -low and 2 * 0.0122 < high < 0.1  # bars wide on the zoom axis
+    marks = {line.get_marker(): line.get_xydata()[0] for line in zoom.get_lines()[1:]}
+    assert marks["D"] == pytest.approx((-0.015, 1.0))  # a's exact value, near: a diamond
+    assert marks["<"][0] == pytest.approx(-0.96 * high)  # b's, 0.4 below: on the edge
+    assert _right_labels(ax)[1].startswith("log BF -6.500 ± 0.012")
+    assert plot_compare(results, zoom=False).figure.axes == [plt.gca()]
+
+
 def test_compare_nested_with_reference(ct, st, bar):
     results = {"normal": {"ct": ct, "st": st, "bar": bar}, "shifted": {"ct": _only("ct")}}
     ax = plot_compare(results, reference={"normal": EXACT})
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["normal", "shifted"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["shifted", "normal"]  # -1 > -2.55
     assert len(ax.containers) == 4  # one error bar per estimate
     assert sorted(_labels(ax)) == ["bar", "ct", "exact", "st"]
-    first = ax.containers[0].lines[0].get_xydata()[0]
-    assert first[0] == pytest.approx(pme.log_evidence(ct).log_z) and first[1] < 0.0
-    assert ax.get_xlabel() == "log Z (± 2 se)"
+    x, y, half = _bars(ax)[0]  # normal's ct, the first of three estimates side by side
+    assert x == pytest.approx(pme.log_evidence(ct).log_z + 1.0) and 0.5 < y < 1.0
+    assert half == pytest.approx(2 * np.hypot(pme.log_evidence(ct).se, 0.1))
+    exact = [line for line in ax.get_lines() if line.get_label() == "exact"][0]
+    assert tuple(exact.get_xydata()[0]) == pytest.approx((EXACT + 1.0, 1.0))
+    assert [text.split()[:3] for text in _right_labels(ax)][0] == ["log", "BF", "0"]
 
 
 def test_compare_flat_dict_and_table(ct, st):
-    flat = plot_compare({"a": ct, "b": pme.log_evidence(st)}, k=1)
-    assert [t.get_text() for t in flat.get_yticklabels()] == ["a", "b"]
-    assert flat.get_xlabel() == "log Z (± 1 se)"
+    with pytest.warns(pme.CrossCheckWarning, match="different methods") as caught:
+        flat = plot_compare({"a": ct, "b": pme.log_evidence(st)}, k=1)
+    assert caught[0].filename == __file__  # points at the call, not into the library
+    order = sorted(["a", "b"], key=lambda m: -pme.log_evidence({"a": ct, "b": st}[m]).log_z)
+    assert [t.get_text() for t in flat.get_yticklabels()] == order
+    assert flat.get_xlabel().endswith("(± 1 se)")
     with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         table = pme.compare({"a": ct, "b": st})
-    ax = plot_compare(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the table's warning was given already
+        ax = plot_compare(table)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(table.index)
     ys = [container.lines[0].get_xydata()[0, 1] for container in ax.containers]
     assert ys == [0.0, 1.0]  # one estimate per model sits on its tick
+
+
+def test_compare_given_axes():
+    fig, (main, zoom) = plt.subplots(1, 2)
+    assert plot_compare(CLOSE, ax=(main, zoom)) is main and len(zoom.containers) == 4
+    assert len(_right_labels(main)) == 4 and zoom.child_axes  # the labels right of the zoom
+    _, single = plt.subplots()
+    plot_compare({"a": E(-60.0, 0.01, "smc"), "b": E(-53.5, 0.007, "smc")}, ax=single)
+    assert len(single.figure.axes) == 1 and len(single.containers) == 2
+    with pytest.raises(ValueError, match="one Axes or two"):
+        plot_compare(CLOSE, ax=[main, zoom, single])
 
 
 def test_compare_rejects_bad_input(ct):

@@ -28,6 +28,7 @@ The per-function examples use results like these:
 ...     idata = pme.sample_evidence(method="ct", chains=2)  # doctest: +SKIP
 ...     idata_st = pme.sample_evidence(method="st", chains=2)  # doctest: +SKIP
 ...     idata_bar = pme.sample_evidence(method="bar", n_particles=64)  # doctest: +SKIP
+...     idata_smc = pme.sample_evidence(method="smc")  # doctest: +SKIP
 """
 
 from __future__ import annotations

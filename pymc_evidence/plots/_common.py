@@ -26,10 +26,12 @@ def _pyplot():
     return plt
 
 
-def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0)):
+def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0), width_ratios=None):
     """``ax`` checked (a sequence of ``n`` Axes when ``n > 1``), or a new figure's axes."""
     if ax is None:
-        _, ax = _pyplot().subplots(1, n, figsize=figsize, squeeze=False, layout="constrained")
+        _, ax = _pyplot().subplots(
+            1, n, figsize=figsize, squeeze=False, layout="constrained", width_ratios=width_ratios
+        )
         return ax[0] if n > 1 else ax[0, 0]
     if n > 1:
         ax = np.asarray(ax, dtype=object).ravel()
@@ -65,3 +67,17 @@ def _variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -
         if group in group_names(idata) and name in get_group(idata, group):
             return np.asarray(get_group(idata, group)[name].values)
     raise ValueError(f"the results hold no {name!r} in any of the groups {groups}")
+
+
+def _plain_ticks(*axes) -> None:
+    """Plain tick labels on these axes (``ax.xaxis``, ``ax.yaxis``): no offset, no powers.
+
+    Without it a log Z axis spanning -69.81 to -69.80 reads ``-6.98e1`` with ticks of
+    ``-0.0075``.
+    """
+    from matplotlib.ticker import ScalarFormatter  # loaded already: the axes exist
+
+    for axis in axes:
+        formatter = ScalarFormatter(useOffset=False)
+        formatter.set_scientific(False)
+        axis.set_major_formatter(formatter)

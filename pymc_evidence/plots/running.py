@@ -15,7 +15,9 @@ Each method is shown along its natural axis:
   ``log_z_iterates``); the last one is the repetition's estimate.
 * a cross-check (``method=[...]``): one point per method with its error bar.
 
-Each plot marks the final (pooled) estimate and its ``± k se`` band.
+Each plot marks the final (pooled) estimate and its ``± k se`` band. Where SMC/ARM traces
+or bridge iterates range far wider, the main panel zooms on the final estimate and an
+inset shows the full range.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from ..estimators.noneq import works_log_evidence
 from ..estimators.pooling import pool_chain_estimates
 from ..estimators.rts import rts_log_evidence
 from ..results.schema import CHAIN_LOG_Z, CHAIN_LOG_Z_SE, LOG_Z, LOG_Z_SE
-from ._common import CROSS_CHECK, PARTICLE_METHODS, SMC_METHODS, _new_axes, _results, _variable
+from ._common import (
+    CROSS_CHECK,
+    PARTICLE_METHODS,
+    SMC_METHODS,
+    _new_axes,
+    _plain_ticks,
+    _results,
+    _variable,
+)
 
 __all__ = ["plot_running_log_z"]
 
@@ -190,6 +200,93 @@ _DRAW.update(dict.fromkeys(SMC_METHODS, _draw_smc))
 _DRAW.update({"bridge": _draw_bridge, CROSS_CHECK: _draw_points})
 
 
+#: The main panel of an SMC/ARM or bridge plot shows ``final ± max(ZOOM_SE se, ZOOM_FLOOR)``
+#: (wider if needed to show every run's own end point) when its lines range wider.
+ZOOM_SE = 6.0
+ZOOM_FLOOR = 0.01
+#: Where the full-range inset may go (axes fractions), in order of preference.
+_INSET_SPOTS = ((0.1, 0.1), (0.1, 0.55), (0.55, 0.1), (0.55, 0.55))
+_INSET_SIZE = (0.38, 0.36)
+
+
+def _zoom_window(ds, traces, reference) -> tuple[float, float]:
+    """``final ± half``: ``ZOOM_SE`` se (at least ``ZOOM_FLOOR``), every trace's end, and the
+    reference unless it is more than ten such half-widths away."""
+    final, se = float(ds[LOG_Z]), float(ds[LOG_Z_SE])
+    half = max(ZOOM_SE * se if np.isfinite(se) else 0.0, ZOOM_FLOOR)
+    for line in traces:
+        y = np.asarray(line.get_ydata(), dtype=float)
+        y = y[np.isfinite(y)]
+        half = max(half, 1.1 * abs(y[-1] - final)) if y.size else half
+    if reference is not None and abs(reference - final) < 10 * half:
+        half = max(half, 1.1 * abs(reference - final))
+    return final - half, final + half
+
+
+def _mark_off_scale(ax, x, y, lo: float, hi: float) -> None:
+    """Points above/below the window as triangles on the top/bottom edge, one line each."""
+    style = {"ls": "none", "color": "0.4", "ms": 6, "transform": ax.get_xaxis_transform()}
+    label = "off scale (full range in inset)"
+    for outside, edge, marker in ((y > hi, 0.97, "^"), (y < lo, 0.03, "v")):
+        if outside.any():
+            ax.plot(x[outside], np.full(outside.sum(), edge), marker=marker, label=label, **style)
+            label = None
+
+
+def _inset_spot(ax, x, y) -> tuple[float, float]:
+    """The corner of the axes holding the fewest drawn points (clipped to the edges)."""
+    ax.get_xlim(), ax.get_ylim()  # settle the view limits that transLimits reads
+    points = ax.transLimits.transform(np.column_stack([x, y]))
+    points = np.clip(points, 0.0, 1.0)
+    width, height = _INSET_SIZE
+
+    def crowd(spot):
+        (x0, y0), pad = spot, 0.08
+        inside = (points[:, 0] > x0 - pad) & (points[:, 0] < x0 + width + pad)
+        return np.sum(inside & (points[:, 1] > y0 - pad) & (points[:, 1] < y0 + height + pad))
+
+    return min(_INSET_SPOTS, key=crowd)
+
+
+def _full_range_inset(ax, traces, ds, reference, spot):
+    """An inset with every trace over its full range, the final estimate and the reference."""
+    inset = ax.inset_axes([*spot, *_INSET_SIZE])
+    for line in traces:
+        inset.plot(
+            line.get_xdata(),
+            line.get_ydata(),
+            color=line.get_color(),
+            marker=line.get_marker(),
+            ms=3,
+            lw=1,
+        )
+    inset.axhline(float(ds[LOG_Z]), color="C0", ls="--", lw=1)
+    if reference is not None:
+        inset.axhline(float(reference), color="black", ls=":", lw=1)
+    inset.text(
+        0.96, 0.94, "full range", transform=inset.transAxes, ha="right", va="top", fontsize="small"
+    )
+    inset.tick_params(labelsize="x-small")
+    inset.xaxis.set_major_locator(ax.xaxis.get_major_locator())
+    _plain_ticks(inset.yaxis)
+    return inset
+
+
+def _zoom_on_final(ax, ds, reference):
+    """Zoom the y axis on the final estimate when the traces range wider; full range inset."""
+    traces = list(ax.get_lines())
+    x = np.concatenate([np.asarray(line.get_xdata(), dtype=float) for line in traces])
+    y = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in traces])
+    lo, hi = _zoom_window(ds, traces, reference)
+    finite = np.isfinite(y)
+    x, y = x[finite], y[finite]
+    if np.all((y >= lo) & (y <= hi)):
+        return None
+    _mark_off_scale(ax, x, y, lo, hi)
+    ax.set_ylim(lo, hi)
+    return _full_range_inset(ax, traces, ds, reference, _inset_spot(ax, x, y))
+
+
 def _title(ds, method) -> str:
     if method == CROSS_CHECK:
         return f"log Z cross-check ({', '.join(str(ds.attrs['methods']).split(','))})"
@@ -215,7 +312,12 @@ def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=N
     * a cross-check (``method=[...]``): one point per method with ``± k se`` error bars.
 
     Every plot marks the final (pooled) estimate; where the lines carry no band of their
-    own, a shaded band shows its ``± k se``.
+    own, a shaded band shows its ``± k se``. SMC/ARM traces (from ``log Z_0 = 0``) and
+    bridge iterates can range far wider than that band: then the main panel zooms on the
+    final estimate ``± max(6 se, 0.01)`` (widened to show every run's end, and the
+    reference unless it is far off), the points above or below are triangles on its edge,
+    and an inset shows the full range. The y axis reads plain numbers (no offset). The
+    legend sits right of the axes.
 
     Parameters
     ----------
@@ -241,16 +343,26 @@ def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=N
     Examples
     --------
     >>> ax = pme.plot_running_log_z(idata, reference=-2.5505)  # doctest: +SKIP
+    >>> ax = pme.plot_running_log_z(idata_smc)  # zooms on the estimate  # doctest: +SKIP
+    >>> inset = ax.child_axes[0]  # every stage, from log Z_0 = 0  # doctest: +SKIP
     >>> ax = pme.plot_running_log_z(idata_bar, k=1)  # doctest: +SKIP
     """
     ds, method = _results(idata, tuple(_DRAW), "plot_running_log_z")
-    ax = _new_axes(ax)
+    ax = _new_axes(ax, figsize=(7.5, 4.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
         xlabel = _DRAW[method](ax, idata, ds, method, int(n_points), float(k))
+    reference = None if reference is None else float(reference)
+    zoomed = None
+    if method in SMC_METHODS or (method == "bridge" and "log_z_iterates" in ds):
+        zoomed = _zoom_on_final(ax, ds, reference)
     ax.axhline(float(ds[LOG_Z]), color="C0", ls="--", lw=1, label="final estimate")
     if reference is not None:
-        ax.axhline(float(reference), color="black", ls=":", label="reference")
+        low, high = ax.get_ylim()
+        off = zoomed is not None and not low <= reference <= high
+        label = f"reference ({reference:.4g}, off scale)" if off else "reference"
+        ax.axhline(reference, color="black", ls=":", label=label)
+    _plain_ticks(ax.yaxis)
     ax.set(xlabel=xlabel, ylabel="log Z", title=_title(ds, method))
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
