@@ -49,9 +49,10 @@ class ModelComparison:
     ----------
     table : pandas.DataFrame
         :func:`~pymc_evidence.compare`'s table of the pooled estimates (best first), then
-        the failed models (``log_z`` NaN); extra columns ``replicas`` (replicas that
-        succeeded), ``replica_sd`` (sd of their ``log_z``, NaN below two) and ``error``
-        (empty when every replica succeeded).
+        the failed models (``log_z``, ``prior_prob``, ``post_prob`` NaN: no part in the
+        comparison, so both probability columns sum to 1); extra columns ``replicas``
+        (replicas that succeeded), ``replica_sd`` (sd of their ``log_z``, NaN below two)
+        and ``error`` (empty when every replica succeeded).
     results : dict
         Model name to the list of its successful replicas' results (InferenceData or
         DataTree, in replica order).
@@ -61,6 +62,8 @@ class ModelComparison:
         Model name to its pooled :class:`~pymc_evidence.EvidenceEstimate`.
     seed : numpy.random.SeedSequence
         The root seed; pass it as ``random_seed`` to reproduce the run.
+    note : str
+        How the prior was renormalised when models failed (else empty); shown with the table.
     """
 
     table: pd.DataFrame
@@ -68,14 +71,15 @@ class ModelComparison:
     errors: dict = field(default_factory=dict)
     estimates: dict = field(default_factory=dict)
     seed: np.random.SeedSequence | None = None
+    note: str = ""
 
     def _title(self) -> str:
         return f"ModelComparison: {len(self.table)} models, {len(self.errors)} with errors"
 
     def __repr__(self) -> str:
-        return f"{self._title()}\n{self.table.drop(columns='error').to_string()}" + "".join(
-            f"\n{name}: {text}" for name, text in self.errors.items()
-        )
+        note = f"\n{self.note}" if self.note else ""
+        errors = "".join(f"\n{name}: {text}" for name, text in self.errors.items())
+        return f"{self._title()}\n{self.table.drop(columns='error').to_string()}{note}{errors}"
 
     def _repr_html_(self) -> str:
         from html import escape
@@ -85,7 +89,8 @@ class ModelComparison:
             for name, text in self.errors.items()
         )
         table = self.table.drop(columns="error")._repr_html_()
-        return f"<p>{escape(self._title())}</p>{table}" + (f"<ul>{errors}</ul>" if errors else "")
+        note = f"<p>{escape(self.note)}</p>" if self.note else ""
+        return f"<p>{escape(self._title())}</p>{table}{note}" + (errors and f"<ul>{errors}</ul>")
 
 
 def _load(payload):
@@ -222,12 +227,8 @@ def _table(names, pooled: dict, errors: dict, counts: dict, log_prior, method) -
     else:
         table = pd.DataFrame(columns=_COLUMNS, index=pd.Index([], name="model"))
     failed = [name for name in names if name not in pooled]
-    rows = pd.DataFrame(
-        {
-            "method": [method] * len(failed),
-            "prior_prob": [np.exp(log_prior[names.index(n)]) for n in failed],
-        },
-        index=pd.Index(failed, name="model"),
+    rows = pd.DataFrame(  # no part in the comparison: no prior or posterior probability
+        {"method": [method] * len(failed)}, index=pd.Index(failed, name="model")
     ).reindex(columns=_COLUMNS)
     table = pd.concat([table, rows]) if len(table) else rows
     table["replicas"] = [counts[name] for name in table.index]
@@ -304,7 +305,9 @@ def compare_models(
         The root seed: one child per model (in the order of ``models``), spawned once per
         replica. The same seed gives the same table whatever the executor.
     prior_probs : dict or sequence of float, optional
-        As in :func:`~pymc_evidence.compare`; renormalized over the models that ran.
+        As in :func:`~pymc_evidence.compare`. Failed models take no part: the prior is
+        renormalised over the models that ran, as :func:`~pymc_evidence.compare` of them
+        would (``prior_prob`` NaN for the failed models; ``note`` says so).
     progressbar : bool, default True
         One bar over models x replicas.
     **method_kwargs
@@ -381,4 +384,17 @@ def compare_models(
         )
     method_name = method if isinstance(method, str) else "+".join(method)
     out.table = _table(names, pooled, out.errors, counts, log_prior, method_name)
+    out.note = _prior_note(names, pooled, log_prior)
     return out
+
+
+def _prior_note(names, pooled: dict, log_prior) -> str:
+    """What became of the prior when models failed: renormalised over the others."""
+    failed = [name for name in names if name not in pooled]
+    mass = float(np.exp(log_prior)[[i for i, n in enumerate(names) if n in pooled]].sum())
+    if not failed or not pooled:
+        return ""
+    return (
+        f"prior_prob is renormalised over the {len(pooled)} of {len(names)} models that ran "
+        f"(their prior mass {mass:.3g}); the failed {failed} take no part in the comparison"
+    )

@@ -120,7 +120,11 @@ def test_failures_are_isolated(systems):
     assert "ModelHygieneError" in out.errors["flat"] and "improper" in out.errors["flat"]
     assert "RuntimeError: the data base is down" in table.loc["down", "error"]
     assert np.isnan(table.loc["down", "log_z"]) and table.loc["down", "replicas"] == 0
-    assert table.loc["down", "prior_prob"] == 0.25 and table.loc["down", "method"] == "smc"
+    assert table.loc["down", "method"] == "smc"
+    # the failed models take no part: the prior is renormalised over the model that ran
+    assert np.isnan(table.loc[["flat", "down"], ["prior_prob", "post_prob"]].values).all()
+    assert np.nansum(table["prior_prob"]) == 1.0 == np.nansum(table["post_prob"])
+    assert "renormalised over the 1 of 3 models that ran" in out.note and out.note in repr(out)
     assert out.results["down"] == [] and "down" in repr(out)
     assert "the data base is down" in out._repr_html_()
     with pytest.warns(pme.EvidenceWarning, match="1 of 1 models"):

@@ -20,6 +20,7 @@ from ..estimators.diagnostics import ModelWarning
 from ..estimators.record import EvidenceEstimate
 from ..hygiene import check_model, is_discrete
 from ..results.assemble import assemble_results
+from ..results.model_data import model_data_groups
 from ..transforms.marginal import sum_out_discrete
 
 __all__ = ["exact_evidence"]
@@ -50,15 +51,17 @@ def exact_evidence(model, potentials=None):
             ModelWarning,
             stacklevel=3,
         )
-        return _result(0.0, "no observed variables")
+        return _result(source, 0.0, "no observed variables")
     summed = sum_out_discrete(source)
     check_model(source, potentials=potentials, discrete=summed is not None)
     target = source if summed is None else summed.model
     log_z = float(np.asarray(target.compile_logp()({})))
     how = "no free variables" if summed is None else f"summed over {', '.join(summed.names)}"
-    return _result(log_z, how)
+    return _result(source, log_z, how)
 
 
-def _result(log_z: float, how: str):
+def _result(source, log_z: float, how: str):
+    """The exact estimate, with the model's ``observed_data``/``constant_data`` (no posterior:
+    nothing was sampled)."""
     est = EvidenceEstimate(log_z=log_z, se=0.0, method="exact", diagnostics={})
-    return assemble_results(est, {}, attrs={"exact": how})
+    return assemble_results(est, model_data_groups(source), attrs={"exact": how})

@@ -24,6 +24,10 @@ __all__ = ["bridge_sampling", "ct_evidence", "log_evidence", "st_evidence"]
 def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
     """Evidence and posterior draws from a continuous-tempering trace you sampled yourself.
 
+    The trace's own ``posterior`` group holds tempered draws (the temperature runs from the
+    base to the posterior); the result's ``posterior`` holds them importance-resampled to
+    the posterior, which is what ``az.summary`` should see.
+
     Parameters
     ----------
     raw : InferenceData or DataTree
@@ -44,11 +48,12 @@ def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
-    ...     pm.Normal("y", mu, 1, observed=[0.3])
-    ...     ext = pme.continuous_tempering(pme.fit_base(random_seed=0))
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.3])
+    ...     base = pme.fit_base(random_seed=0, progressbar=False)
+    ...     ext = pme.continuous_tempering(base, warn_tempered=False)
     >>> with ext:
     ...     raw = pm.sample(300, tune=300, chains=2, random_seed=0, progressbar=False)
-    >>> idata = pme.ct_evidence(raw, ext)
+    >>> idata = pme.ct_evidence(raw, ext)   # az.summary(idata): the posterior; not of raw
     """
     diagnostics = {}
     if ext is not None:
@@ -60,6 +65,9 @@ def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
 
 def st_evidence(raw, step=None, *, random_seed=None):
     """Evidence, level diagnostics and posterior draws from a simulated-tempering trace.
+
+    The trace's own ``posterior`` group holds the draws of every level of the ladder; the
+    result's ``posterior`` holds them resampled to the posterior (the target level).
 
     Parameters
     ----------
@@ -84,8 +92,9 @@ def st_evidence(raw, step=None, *, random_seed=None):
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model():
     ...     mu = pm.Normal("mu", 0, 1)
-    ...     pm.Normal("y", mu, 1, observed=[0.3])
-    ...     step = pme.SimulatedTempering(n_levels=8, random_seed=0)
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.3])
+    ...     base = pme.fit_base("advi", random_seed=0, progressbar=False)
+    ...     step = pme.SimulatedTempering(base=base, n_levels=8, warn_tempered=False)
     ...     raw = pm.sample(300, tune=300, step=step, chains=2, random_seed=0,
     ...                     progressbar=False, compute_convergence_checks=False)
     >>> idata = pme.st_evidence(raw, step)
@@ -150,7 +159,11 @@ def bridge_sampling(
     ``N1`` in the bridge weights is replaced by the median ESS of the iteration half over
     coordinates, and the se is Frühwirth-Schnatter's (2004) relative error with the ESS of
     the bridge function over chains. Per-chain estimates (each chain's half against all
-    proposal draws) are stored for ``repetitions=1``.
+    proposal draws) are stored for ``repetitions=1``. Chains that sit in separated modes
+    are bridge-sampled cluster by cluster, and R-hat/ESS are checked within each cluster
+    (a :class:`~pymc_evidence.ConvergenceWarning` only when a cluster's own chains
+    disagree or mix slowly). The raw trace of a tempering run is refused (``ValueError``):
+    its draws are tempered; pass the result of :func:`ct_evidence` or :func:`st_evidence`.
 
     Examples
     --------

@@ -14,6 +14,7 @@ from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
+from ..results.model_data import as_written
 from .discrete import with_discrete_draws
 from .exact import exact_evidence
 from .sampling_checks import check_sampling, with_log_likelihood
@@ -65,7 +66,8 @@ def sample_evidence(
         inverse-variance weighted combination (se widened by the Birge ratio when they
         scatter more than their errors allow; per-method values on the ``run`` dim, names
         in the ``methods`` attribute), with an :class:`~pymc_evidence.EvidenceWarning`
-        when two disagree by more than 3 combined se.
+        when two disagree by more than 3 combined se. Each method's own warnings concern
+        its own estimate and are emitted as it finishes.
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
         extended by a temperature variable. ``"gibbs_ct"``: the Gibbs form, NUTS at a fixed
         temperature followed by an exact draw of the temperature. ``"st"``: simulated
@@ -77,6 +79,16 @@ def sample_evidence(
         top-level bridge (bridged LIS). ``"smc"``, ``"arm"``: tempered resample-move SMC
         and its adaptive-particle-count form (Fraccaro et al.). ``"bridge"``: bridge
         sampling from NUTS posterior draws (:func:`pymc_evidence.bridge_sampling`).
+
+        The R-hat and bulk-ESS checks of NUTS draws
+        (:class:`~pymc_evidence.ConvergenceWarning`) are made only by the methods whose
+        estimate uses the draws, and on the draws as the estimate uses them: ``bridge``
+        bridge-samples each cluster of chains that share a mode on its own, so it checks
+        within each cluster (chains that stayed in different modes of a mixture do not
+        warn; a cluster whose own chains disagree does); ``rais``, ``bar`` and ``lis``
+        start their reverse runs from the pooled draws, whose share of each mode matters,
+        so they check all chains together. ``smc``, ``arm`` and ``ais`` use no NUTS draws
+        and make no such check.
     draws, tune, chains
         As in :func:`pymc.sample`, for the NUTS runs of the methods that run NUTS (``ct``,
         ``gibbs_ct``, ``st``, and the posterior draws of ``bridge``, ``rais``, ``bar``,
@@ -188,9 +200,17 @@ def sample_evidence(
     Returns
     -------
     InferenceData or DataTree
-        ``posterior`` (draws importance-resampled to the posterior), ``extended_posterior``
-        (the raw tempered draws with ``ct_log_w0``/``ct_log_w1``), ``sample_stats``,
-        ``observed_data`` and the ``log_evidence`` group; read it with
+        ``posterior``: draws of the posterior in the variables of the model as written
+        (resampled by their weights for the tempering and forward particle methods; the
+        NUTS draws that ``bridge`` and the reverse runs used), without the internal
+        variables of ``reparam="auto"`` (``theta_z`` of a non-centred ``theta``; the
+        ``log_evidence`` attribute ``reparametrized`` names the rewritten variables).
+        ``observed_data`` (and
+        ``constant_data`` for models with ``pm.Data``), written from the model as
+        :func:`pymc.sample` writes them, for every method. The tempering methods add
+        ``extended_posterior`` (the raw tempered draws, in the coordinates that were
+        sampled, with ``ct_log_w0``/``ct_log_w1`` or the level weights), and methods that
+        run NUTS its ``sample_stats``. The ``log_evidence`` group: read it with
         :func:`pymc_evidence.log_evidence`.
 
     Examples
@@ -236,14 +256,15 @@ def sample_evidence(
     used = backend_used(problem.model, backend)
     if used:
         attrs["backend"] = used
+    groups = as_written(results[0].groups, problem.model, problem.source)
     if len(results) == 1:
         result = results[0]
         attrs.update(result.attrs)
-        out = assemble_results(result.estimate, result.groups, layout=result.layout, attrs=attrs)
+        out = assemble_results(result.estimate, groups, layout=result.layout, attrs=attrs)
     else:
         est = _combined([r.estimate for r in results])
         attrs["methods"] = ",".join(names)
-        out = assemble_results(est, results[0].groups, layout={"chain_dim": "run"}, attrs=attrs)
+        out = assemble_results(est, groups, layout={"chain_dim": "run"}, attrs=attrs)
     return with_log_likelihood(with_discrete_draws(out, problem), problem)
 
 

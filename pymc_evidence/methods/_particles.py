@@ -21,6 +21,7 @@ from ..estimators.noneq import crossing_messages
 from ..progress import progress_bar
 from ..results.assemble import checked, copied_groups, divergences
 from ..results.diagnostics import nuts_messages, pareto_check
+from ..results.st import refuse_tempered
 from ._spec import MethodResult
 from .bridge_missed import visited
 
@@ -49,6 +50,8 @@ class ReverseStart:
 
 def reverse_start(problem, posterior, n: int, rng) -> ReverseStart:
     """``n`` draws evenly thinned from ``posterior`` (or the problem's NUTS run), shuffled."""
+    if posterior is not None:
+        refuse_tempered(posterior, "posterior= (the reverse runs' starting draws)")
     trace = problem.reference_posterior(posterior)
     x = problem.unconstrained(trace).reshape(-1, problem.space.ndim)
     if x.shape[0] < n:

@@ -72,6 +72,7 @@ class _JointSampler:
             model=problem.model,
             potentials=problem.potentials,
             portable=self.sampler != "pymc",
+            warn_tempered=False,  # the trace is read by ct_parts
         )
         self._logp_dlogp = None
 
@@ -115,6 +116,7 @@ class _GibbsSampler:
             base=self.base,
             model=problem.model,
             potentials=problem.potentials,
+            warn_tempered=False,  # the trace is read by ct_parts
             target_accept=sampling.target_accept or TARGET_ACCEPT,
             **sampling.nuts_sampler_kwargs,
             **sampling.compile_kwargs,

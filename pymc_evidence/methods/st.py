@@ -19,7 +19,8 @@ __all__ = ["SPEC"]
 _STEP_OPTIONS = {
     name: p.default
     for name, p in inspect.signature(SimulatedTempering.__init__).parameters.items()
-    if p.kind is p.KEYWORD_ONLY and name not in ("base", "potentials", "random_seed", "model")
+    if p.kind is p.KEYWORD_ONLY
+    and name not in ("base", "potentials", "random_seed", "model", "warn_tempered")
 }
 #: The step's target acceptance unless the call sets ``target_accept``.
 TARGET_ACCEPT = 0.8
@@ -33,6 +34,7 @@ def run(problem, options: dict) -> MethodResult:
         base=problem.base,
         potentials=problem.potentials,
         model=problem.model,
+        warn_tempered=False,  # the trace is read by st_parts below
         target_accept=sampling.target_accept or TARGET_ACCEPT,
         **{name: options[name] for name in _STEP_OPTIONS},
         **sampling.nuts_sampler_kwargs,

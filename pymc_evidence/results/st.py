@@ -21,13 +21,40 @@ from ..steps.simulated_tempering import q_stat_names
 from .assemble import assemble_results, checked, copied_groups, divergences
 from .ct import resample_posterior
 from .diagnostics import pareto_khat
+from .schema import GROUP
 
-__all__ = ["is_st_trace", "st_arrays", "st_parts", "st_results"]
+__all__ = ["is_st_trace", "refuse_tempered", "st_arrays", "st_parts", "st_results"]
 
 
 def is_st_trace(raw) -> bool:
     """True for a trace recorded by :class:`~pymc_evidence.SimulatedTempering`."""
     return "sample_stats" in group_names(raw) and "st_q_0" in get_group(raw, "sample_stats")
+
+
+def refuse_tempered(idata, what: str) -> None:
+    """Raise ``ValueError`` when ``idata`` is the raw trace of a tempering run (no
+    ``log_evidence`` group; ``ct_delta`` in its posterior or sample statistics, or the level
+    statistics of :class:`~pymc_evidence.SimulatedTempering`): its ``posterior`` group holds
+    tempered draws, which ``what`` (a method that needs posterior draws) would take for the
+    posterior. The message names the reader that turns the trace into posterior draws."""
+    try:
+        names = group_names(idata)
+    except TypeError:  # not sampling results: the caller's own checks say so
+        return
+    if GROUP in names or "posterior" not in names:
+        return
+    stats = get_group(idata, "sample_stats") if "sample_stats" in names else {}
+    if is_st_trace(idata):
+        reader = "pme.st_evidence(trace, step)"
+    elif "ct_delta" in get_group(idata, "posterior") or "ct_delta" in stats:
+        reader = "pme.ct_evidence(trace)"
+    else:
+        return
+    raise ValueError(
+        f"{what} needs posterior draws, and this is the raw trace of a tempering run: its "
+        f"posterior group holds tempered draws. Pass the trace to {reader} and use its "
+        "result (posterior draws, resampled by their weights) instead"
+    )
 
 
 def _ladder_from_trace(stats, n_levels: int) -> np.ndarray:

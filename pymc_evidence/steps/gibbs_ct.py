@@ -14,6 +14,7 @@ from pymc.step_methods.compound import Competence
 
 from ..base.gaussian import BaseDensity
 from ..estimators.ct import sample_beta
+from ..transforms.tempered_draws import warn_tempered_draws
 from .tempered import initial_potential, tempered_density
 
 __all__ = ["GibbsContinuousTempering"]
@@ -23,10 +24,13 @@ class GibbsContinuousTempering(pm.NUTS):
     """NUTS on ``x`` at a temperature ``beta`` that is redrawn exactly after every step.
 
     The chain targets ``p(x, beta) ∝ f(x)^beta q(x)^(1-beta) / zeta^beta`` on
-    ``beta in [0, 1]``. Its draws are *not* posterior draws: pass the result to
-    :func:`pymc_evidence.ct_evidence` (or :func:`pymc_evidence.log_evidence`) to get the
-    evidence and importance-resampled posterior draws. Every step records ``ct_beta``,
-    ``ct_delta = log zeta + log q(x) - log f(x)`` and ``ct_log_zeta`` as sampler statistics.
+    ``beta in [0, 1]``. Its draws are *not* posterior draws: the ``posterior`` group of the
+    trace ``pm.sample`` returns holds the tempered draws, and ``az.summary(trace)`` would
+    describe a target much wider than the posterior. Pass the trace to
+    :func:`pymc_evidence.ct_evidence` for the evidence and importance-resampled posterior
+    draws (``pme.log_evidence(trace)`` gives the estimate alone). Every step records
+    ``ct_beta``, ``ct_delta = log zeta + log q(x) - log f(x)`` and ``ct_log_zeta`` as
+    sampler statistics.
 
     NUTS adapts one step size and one diagonal mass matrix across all temperatures during
     tuning; the mass matrix starts from the base's variances, which suit both ends when the
@@ -42,21 +46,34 @@ class GibbsContinuousTempering(pm.NUTS):
         How to read ``pm.Potential`` terms.
     beta_init : float
         Starting inverse temperature of every chain.
+    warn_tempered : bool, default True
+        Emit the warning below; pass False once you read the trace with
+        :func:`pymc_evidence.ct_evidence` (:func:`pymc_evidence.sample_evidence` does).
     model : pm.Model, optional
     **kwargs
         Passed to :class:`pymc.NUTS` (``target_accept``, ``max_treedepth``, ...).
+
+    Warns
+    -----
+    EvidenceWarning
+        When the step is built: the trace will hold tempered draws, not posterior draws, and
+        :func:`pymc_evidence.ct_evidence` reads it. PyMC gives a step method no hook at the
+        end of sampling and no mark to set on the trace, so this is the one moment a
+        warning reaches the user before ``az.summary`` of the tempered draws would.
 
     Examples
     --------
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
-    ...     pm.Normal("y", mu, 1, observed=[0.2, 0.4])
-    ...     base = pme.fit_base(random_seed=0)
-    ...     step = pme.GibbsContinuousTempering(base=base)
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.2, 0.4])
+    ...     base = pme.fit_base(random_seed=0, progressbar=False)
+    ...     step = pme.GibbsContinuousTempering(base=base, warn_tempered=False)
     ...     raw = pm.sample(200, tune=200, step=step, chains=2, random_seed=0,
     ...                     progressbar=False, compute_convergence_checks=False)
-    >>> est = pme.log_evidence(raw)
+    >>> idata = pme.ct_evidence(raw)     # raw.posterior holds tempered draws
+    >>> est = pme.log_evidence(idata)    # log Z and its se
+    >>> posterior = idata.posterior      # importance-resampled: az.summary(idata) works
     """
 
     name = "gibbs_ct"
@@ -75,9 +92,12 @@ class GibbsContinuousTempering(pm.NUTS):
         log_zeta: float | None = None,
         potentials: str | None = None,
         beta_init: float = 0.5,
+        warn_tempered: bool = True,
         model=None,
         **kwargs,
     ):
+        if warn_tempered:
+            warn_tempered_draws("GibbsContinuousTempering", "pme.ct_evidence(trace)")
         if log_zeta is not None:
             base = base.with_values(log_zeta=float(log_zeta))
         self._density = tempered_density(

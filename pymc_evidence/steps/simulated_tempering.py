@@ -31,6 +31,7 @@ from ..estimators.rts import (
     rts_update,
     validate_ladder,
 )
+from ..transforms.tempered_draws import warn_tempered_draws
 from .tempered import initial_potential, tempered_density
 
 __all__ = ["SimulatedTempering", "SimulatedTemperingState", "q_stat_names"]
@@ -64,9 +65,12 @@ class SimulatedTemperingState(NUTSState):
 class SimulatedTempering(pm.NUTS):
     """NUTS at a discrete inverse temperature ``beta_k``, with exact Gibbs draws of ``k``.
 
-    Use it in ``pm.sample(step=...)``; read the evidence with
-    :func:`pymc_evidence.log_evidence` (from the recorded statistics) or
-    :func:`pymc_evidence.st_evidence` (adds the level diagnostics and posterior draws).
+    Use it in ``pm.sample(step=...)`` and read the trace with
+    :func:`pymc_evidence.st_evidence`: the evidence, the level diagnostics and posterior
+    draws (resampled by the target level's weight). The trace itself is *not* a posterior
+    sample: its ``posterior`` group holds the draws of every level of the ladder, so
+    ``az.summary(trace)`` would describe a target much wider than the posterior
+    (``pme.log_evidence(trace)`` gives the estimate alone).
 
     Parameters
     ----------
@@ -96,20 +100,34 @@ class SimulatedTempering(pm.NUTS):
     potentials : {None, "likelihood"}
     random_seed : int, optional
         Seeds the base fit when ``base`` is a string.
+    warn_tempered : bool, default True
+        Emit the warning below; pass False once you read the trace with
+        :func:`pymc_evidence.st_evidence` (:func:`pymc_evidence.sample_evidence` does).
     model : pm.Model, optional
     **kwargs
         Passed to :class:`pymc.NUTS`.
+
+    Warns
+    -----
+    EvidenceWarning
+        When the step is built: the trace will hold tempered draws, not posterior draws, and
+        :func:`pymc_evidence.st_evidence` reads it. PyMC gives a step method no hook at the
+        end of sampling and no mark to set on the trace, so this is the one moment a
+        warning reaches the user before ``az.summary`` of the tempered draws would.
 
     Examples
     --------
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
-    ...     pm.Normal("y", mu, 1, observed=[0.2, 0.4])
-    ...     step = pme.SimulatedTempering(base="advi", n_levels=8, random_seed=0)
+    ...     _ = pm.Normal("y", mu, 1, observed=[0.2, 0.4])
+    ...     base = pme.fit_base("advi", random_seed=0, progressbar=False)
+    ...     step = pme.SimulatedTempering(base=base, n_levels=8, warn_tempered=False)
     ...     raw = pm.sample(300, tune=300, step=step, chains=2, random_seed=0,
     ...                     progressbar=False, compute_convergence_checks=False)
-    >>> est = pme.log_evidence(raw)
+    >>> idata = pme.st_evidence(raw, step)   # raw.posterior holds tempered draws
+    >>> est = pme.log_evidence(idata)        # log Z and its se
+    >>> posterior = idata.posterior          # resampled: az.summary(idata) works
     """
 
     name = "simulated_tempering"
@@ -129,9 +147,12 @@ class SimulatedTempering(pm.NUTS):
         step_size_bands: int = 4,
         potentials: str | None = None,
         random_seed=None,
+        warn_tempered: bool = True,
         model=None,
         **kwargs,
     ):
+        if warn_tempered:
+            warn_tempered_draws("SimulatedTempering", "pme.st_evidence(trace, step)")
         model = pm.modelcontext(model)
         if isinstance(base, str):
             base = fit_base(base, model=model, random_seed=random_seed, potentials=potentials)

@@ -28,6 +28,7 @@ from pytensor.graph.replace import graph_replace
 from ..base.gaussian import BaseDensity, graph_form
 from ..base.space import model_space
 from ..hygiene import check_model
+from .tempered_draws import warn_tempered_draws
 
 __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_terms"]
 
@@ -124,6 +125,7 @@ def continuous_tempering(
     log_zeta: float | None = None,
     potentials: str | None = None,
     portable: bool = False,
+    warn_tempered: bool = True,
 ) -> pm.Model:
     """Extend a model with a continuous temperature variable (joint continuous tempering).
 
@@ -141,13 +143,25 @@ def continuous_tempering(
         Write the tempering term on the random variables (:func:`on_random_variables`) so
         that samplers which rebuild the model (``nuts_sampler="nutpie"``, ``"numpyro"``)
         can compile it; PyMC's own sampler needs no rewriting.
+    warn_tempered : bool, default True
+        Emit the warning below; pass False once you read the trace with
+        :func:`pymc_evidence.ct_evidence`.
 
     Returns
     -------
     pm.Model
         A new model with the free variable ``ct_u`` and deterministics ``ct_beta``,
         ``ct_delta`` and ``ct_log_zeta``. Sample it with ``pm.sample`` (or nutpie /
-        numpyro) and read the evidence with :func:`pymc_evidence.ct_evidence`.
+        numpyro) and read the trace with :func:`pymc_evidence.ct_evidence`, which gives
+        the evidence and importance-resampled posterior draws: the trace's own
+        ``posterior`` group holds tempered draws (``az.summary`` of it describes a target
+        much wider than the posterior).
+
+    Warns
+    -----
+    EvidenceWarning
+        That the trace of the extended model is not a posterior sample (emitted here, as
+        nothing runs at the end of ``pm.sample``).
 
     Examples
     --------
@@ -155,11 +169,16 @@ def continuous_tempering(
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
     ...     _ = pm.Normal("y", mu, 1, observed=[0.3, -0.1])
-    ...     base = pme.fit_base(random_seed=0)
-    ...     ext = pme.continuous_tempering(base)
+    ...     base = pme.fit_base(random_seed=0, progressbar=False)
+    ...     ext = pme.continuous_tempering(base, warn_tempered=False)
     >>> sorted(v.name for v in ext.free_RVs)
     ['ct_u', 'mu']
+    >>> with ext:
+    ...     raw = pm.sample(300, tune=300, chains=2, random_seed=0, progressbar=False)
+    >>> idata = pme.ct_evidence(raw, ext)   # raw.posterior holds tempered draws
     """
+    if warn_tempered:
+        warn_tempered_draws("pme.continuous_tempering", "pme.ct_evidence(trace, ext)")
     model = pm.modelcontext(model)
     check_model(model, potentials=potentials)
     space = model_space(model)
