@@ -136,7 +136,7 @@ def _first_estimates(rows, prior_probs, quiet: bool):
         table = compare(firsts, prior_probs)
     for caught_warning in caught:  # as if plot_compare had warned: point at its caller
         if not (quiet and issubclass(caught_warning.category, CrossCheckWarning)):
-            warnings.warn(caught_warning.message, stacklevel=3)
+            warnings.warn(caught_warning.message, caught_warning.category, stacklevel=3)
     return table
 
 
