@@ -174,7 +174,7 @@ def _pm(value: float, se: float, sign: str = "+") -> str:
     if not (np.isfinite(se) and se > 0):
         return f"{value:{sign}.3f} ± {se:.3f}"
     power = int(np.floor(np.log10(se)))
-    digits = int(np.clip(-power + (se < 3 * 10.0**power), 2, 4))
+    digits = int(np.clip(-power + (se < 3 * 10.0**power), 2, 6))
     return f"{value:{sign}.{digits}f} ± {se:.{digits}f}"
 
 
