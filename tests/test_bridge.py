@@ -343,3 +343,45 @@ def test_bridge_sampling_without_a_model_says_what_to_pass():
     fake = object()
     with pytest.raises(TypeError, match=r"bridge_sampling\(idata, model\)"):
         bridge_sampling(fake)
+
+
+# ---------------------------------------------------------------- too many dimensions
+
+
+def test_covariance_noise_rule_refuses_before_sampling(monkeypatch):
+    """A 302-parameter hierarchy with the default 4 x 1000 draws: d^2/4n = 11.4 nats of
+    noise in the proposal (bridge was 2-9 nats off at 352-502 parameters): refused before
+    the NUTS run, for bridge alone and in a cross-check (smc does not run first either)."""
+    from pymc_evidence.methods import bridge as bridge_method
+    from pymc_evidence.testing import hierarchical_normal
+
+    assert bridge_method.covariance_noise(302, 2000) > bridge_method.MAX_COVARIANCE_NOISE
+    assert bridge_method.covariance_noise(152, 2000) < bridge_method.MAX_COVARIANCE_NOISE
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampled before refusing")
+
+    monkeypatch.setattr("pymc_evidence.problem.run_nuts", no_sampling)
+    monkeypatch.setattr("pymc_evidence.methods.smc._run", no_sampling)
+    model = hierarchical_normal(J=300).model
+    for method in ("bridge", ["smc", "bridge"]):
+        with pytest.raises(ValueError, match=r"302 dimensions.*method='smc'.*draws=1426"):
+            pme.sample_evidence(model, method, random_seed=1, progressbar=False)
+
+
+def test_covariance_noise_rule_warns_on_given_draws():
+    """Draws the user brings are bridge-sampled, with a warning naming the reason."""
+    from pymc_evidence.testing import hierarchical_normal
+
+    model = hierarchical_normal(J=60).model  # 62 parameters, 4 x 20 draws fit: 12 nats
+    with model:
+        prior = compat.get_group(pm.sample_prior_predictive(draws=160, random_seed=1), "prior")
+    posterior = xr.Dataset(
+        {
+            name: (("chain", "draw", *var.dims[2:]), var.values.reshape(4, 40, *var.shape[2:]))
+            for name, var in prior.data_vars.items()
+        }
+    )
+    idata = compat.new_idata({"posterior": posterior})
+    with pytest.warns(EvidenceWarning, match="62 dimensions, fitted to 80 draws"):
+        bridge_sampling(idata, model=model, random_seed=1)

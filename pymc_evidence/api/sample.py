@@ -248,6 +248,9 @@ def sample_evidence(
         return exact
     with use_backend(backend), threadpool_limits(limits=_ONE_BLAS_THREAD):
         problem = _problem(model, random_seed, sampling, per_method)
+        for spec, options in zip(specs, per_method, strict=True):
+            if spec.ready is not None:
+                spec.ready(problem, options)  # refusals before any method samples
         results = []
         for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
             problem.method_slot = slot  # independent random numbers for each method

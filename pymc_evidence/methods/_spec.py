@@ -68,6 +68,10 @@ class MethodSpec:
         are accepted).
     check : callable, optional
         ``check(options)`` raises ``ValueError`` for bad values; called before any work.
+    ready : callable, optional
+        ``ready(problem, options)`` raises ``ValueError`` where the method cannot be right
+        on this problem (e.g. too many dimensions for its draws); called once the problem
+        is built, before any method of the call samples anything.
     nuts : {"none", "any", "step"}
         Whether the method runs NUTS: ``"none"`` (particle methods: ``draws``, ``tune``,
         ``chains`` and the NUTS arguments are refused), ``"any"`` (through
@@ -82,6 +86,7 @@ class MethodSpec:
     uses_base: bool = True
     check: Callable | None = None
     nuts: str = "none"
+    ready: Callable | None = None
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""
