@@ -157,6 +157,36 @@ def use_backend(backend):
         _BACKEND.reset(token)
 
 
+@contextlib.contextmanager
+def exact_float_math():
+    """Compile with numba's fast-math off inside the ``with`` block (for every function
+    compiled there, PyMC's NUTS functions included), so that the same seed gives the same
+    bits whatever PyTensor's compile cache holds.
+
+    With fast-math on (PyTensor's default), LLVM may reassociate floating-point sums, and
+    does so differently when it compiles a graph afresh than when it links the pieces it
+    finds in the cache: PyMC's compiled log density of a 3-component mixture differed in
+    the last bits (24 of 50 points, up to 1.4e-14) between an empty and a warm cache, enough
+    for NUTS trajectories, and ``ct`` or ``bridge`` estimates, to differ by a quarter of a
+    nat for the same seed (``benchmarks/cache_determinism.py``). The flag is part of
+    PyTensor's cache key, so functions compiled with it off are cached apart.
+
+    Examples
+    --------
+    >>> import pytensor
+    >>> with exact_float_math():
+    ...     bool(pytensor.config.numba__fastmath)
+    False
+    """
+    import pytensor
+
+    if not hasattr(pytensor.config, "numba__fastmath"):  # a PyTensor without numba
+        yield
+        return
+    with pytensor.config.change_flags(numba__fastmath=False):
+        yield
+
+
 def checks_to_ninf(graph):
     """``graph`` with PyMC's parameter checks turned into ``-inf`` switches.
 
