@@ -43,7 +43,7 @@ help:
 	@echo "make check-install  wheel + fresh venvs, no extras: README quick start and netCDF round trip"
 	@echo "make lint        ruff check $(LINT_PATHS)"
 	@echo "make bench       benchmarks/compare_smc.py against pm.sample_smc"
-	@echo "make docs        build the Sphinx site in docs/_build/html (warnings are errors)"
+	@echo "make docs        build the Sphinx site, notebooks included, in docs/_build/html (warnings are errors)"
 	@echo "make info        which Python / PyMC each venv uses"
 	@echo "make clean       remove caches and build files; make distclean also removes venvs"
 	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS=, EXTRAS=, DEMO_EXTRAS="
@@ -99,10 +99,12 @@ bench: $(VENV)
 	  echo "$(PY) benchmarks/compare_smc.py $(BENCH_ARGS)"; $(PY) benchmarks/compare_smc.py $(BENCH_ARGS); \
 	else echo "bench: benchmarks/compare_smc.py does not exist yet"; fi
 
+# The notebooks are rendered with the outputs stored in them (scripts/execute_notebooks.py
+# writes those); the build runs no notebook.
 docs: $(VENV)
 	rm -rf docs/api/generated
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
-	@echo "docs: open docs/_build/html/index.html"
+	@echo "docs: open docs/_build/html/index.html (notebooks: docs/_build/html/notebooks/index.html)"
 
 info:
 	@for v in $(VENV) $(VENV_OTHER); do \

@@ -1,8 +1,10 @@
 """Sphinx configuration for the pymc_evidence documentation.
 
 Build with ``make docs`` (warnings are errors). The API reference is generated from the
-docstrings: the module list lives in ``api/index.rst`` (one line per module). Nothing here
-runs a sampler, so the build takes seconds.
+docstrings: the module list lives in ``api/index.rst`` (one line per module). The example
+notebooks (``notebooks/*.ipynb``, linked from ``notebooks/`` here) are rendered by myst-nb with
+the outputs stored in them (``scripts/execute_notebooks.py`` writes those); nothing here runs a
+sampler or a notebook, so the build takes seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
+    "myst_nb",
 ]
 
 templates_path = ["_templates"]
@@ -128,6 +131,16 @@ def _summary_outside_literals(extract):
 
 
 autosummary.extract_summary = _summary_outside_literals(autosummary.extract_summary)
+
+
+# -- notebooks (myst-nb) ----------------------------------------------------------------------
+# docs/notebooks/*.ipynb are symbolic links to the repository's notebooks/. They are stored
+# with their outputs (tests/test_notebooks.py checks that the outputs are those of one clean
+# top-to-bottom run): show those, never execute at build time.
+nb_execution_mode = "off"
+nb_merge_streams = True  # one block per cell for stdout, not one per print call
+myst_enable_extensions = ["dollarmath", "amsmath"]  # $...$ and $$...$$ in the markdown cells
+myst_heading_anchors = 3
 
 
 # -- HTML ------------------------------------------------------------------------------------

@@ -1,10 +1,16 @@
-"""Execute the notebooks in ``notebooks/`` top to bottom on small settings.
+"""The notebooks in ``notebooks/``: stored with outputs from one clean run, and runnable.
 
-Each notebook runs in a fresh Jupyter kernel started from *this* interpreter (a kernelspec
-written to a temporary directory, so neither a system-wide ``python3`` kernel nor another venv
-is picked up), with ``PME_NOTEBOOK_FAST=1`` (small draws and particle counts), the repository
-root on ``PYTHONPATH`` and as the working directory. The notebooks assert their estimates
-against exact values, so a notebook that computes nonsense fails here.
+``test_notebook_is_stored_executed`` checks what is committed: each notebook is stored with the
+outputs of one top-to-bottom run by ``scripts/execute_notebooks.py`` (execution counts 1..n in
+order, no error output, no oversized stream output, and the code unchanged since that run).
+
+``test_notebook_runs`` executes each notebook again, in memory (the file is never written),
+in a fresh Jupyter kernel started from *this* interpreter (a kernelspec written to a temporary
+directory, so neither a system-wide ``python3`` kernel nor another venv is picked up), with
+``PME_NOTEBOOK_FAST=1`` (small draws and particle counts), the repository root on
+``PYTHONPATH`` and as the working directory. The notebooks assert their estimates against
+exact values, so a notebook that computes nonsense fails here. The kernel setup and the
+checks are shared with ``scripts/execute_notebooks.py``.
 
 Marked ``notebooks`` so that CI can select or skip them (``-m notebooks`` /
 ``-m "not notebooks"``). Skipped with a message when ``nbclient``, ``nbformat`` or
@@ -13,16 +19,15 @@ Marked ``notebooks`` so that CI can select or skip them (``-m notebooks`` /
 
 from __future__ import annotations
 
-import json
+import hashlib
+import importlib.util
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK_DIR = REPO / "notebooks"
 EXPECTED = (
     "bayes_factors.ipynb",
     "covariate_search.ipynb",
@@ -30,84 +35,113 @@ EXPECTED = (
     "tempering_steppers.ipynb",
 )
 CELL_TIMEOUT = int(os.environ.get("PME_NOTEBOOK_CELL_TIMEOUT", "900"))  # seconds per cell
-KERNEL_NAME = "pme-notebook-test"
 
 pytestmark = pytest.mark.notebooks
 
 
-def _notebooks() -> list[Path]:
-    return sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+def _load_runner():
+    """``scripts/execute_notebooks.py`` as a module (scripts/ is not a package)."""
+    path = REPO / "scripts" / "execute_notebooks.py"
+    spec = importlib.util.spec_from_file_location("execute_notebooks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _load_runner()
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_expected_notebooks_exist():
-    names = {path.name for path in _notebooks()}
+    names = {path.name for path in runner.notebooks()}
     missing = sorted(set(EXPECTED) - names)
     assert not missing, f"missing notebooks: {missing}"
 
 
-@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
-def test_notebook_is_stored_clean(path):
-    """Valid nbformat v4, stored without outputs or execution counts."""
+@pytest.mark.parametrize("path", runner.notebooks(), ids=lambda p: p.stem)
+def test_notebook_is_stored_executed(path):
+    """Valid nbformat v4, stored with the outputs of one clean top-to-bottom run."""
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     assert nb.nbformat == 4
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert code, "a notebook without code cells"
-    dirty = [i for i, cell in enumerate(code) if cell.outputs or cell.execution_count]
-    assert not dirty, f"code cells {dirty} have stored outputs; clear them before committing"
     first = code[0].source
     assert 'os.environ.get("PME_NOTEBOOK_FAST", "0") == "1"' in first, (
         "the first code cell must read PME_NOTEBOOK_FAST"
     )
+    problems = runner.stored_problems(nb)
+    assert not problems, (
+        f"{path.name}: "
+        + "; ".join(problems)
+        + f"\nre-run it: .venv/bin/python scripts/execute_notebooks.py notebooks/{path.name}"
+    )
+    fast = nb.metadata[runner.METADATA_KEY]["executed_with"]["PME_NOTEBOOK_FAST"]
+    expected = "1" if path.name in runner.FAST_NOTEBOOKS else "0"
+    assert fast == expected, (
+        f"{path.name} is stored from a PME_NOTEBOOK_FAST={fast} run; the script's default "
+        f"(and notebooks/README.md) is PME_NOTEBOOK_FAST={expected}"
+    )
+    assert any(
+        out.get("output_type") in ("display_data", "execute_result")
+        for cell in code
+        for out in cell.outputs
+    ), "no rich outputs (tables, plots) stored"
+
+
+def test_stored_check_rejects_bad_notebooks():
+    """The check of the stored notebooks catches errors, reordered counts and edited code."""
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
+    v4 = nbformat.v4
+    nb = v4.new_notebook(
+        cells=[
+            v4.new_code_cell("x = 1", execution_count=1),
+            v4.new_code_cell("print(x)", execution_count=2),
+        ]
+    )
+    nb.cells[1].outputs = [v4.new_output("stream", name="stdout", text="1\n")]
+    runner.clean_metadata(nb, fast=False)
+    assert runner.stored_problems(nb) == []
+
+    error = nbformat.from_dict(nb)
+    error.cells[1].outputs = [v4.new_output("error", ename="NameError", evalue="x", traceback=[])]
+    assert any("error output NameError" in p for p in runner.stored_problems(error))
+
+    reordered = nbformat.from_dict(nb)
+    reordered.cells[0].execution_count, reordered.cells[1].execution_count = 2, 1
+    assert any("execution counts" in p for p in runner.stored_problems(reordered))
+
+    unexecuted = nbformat.from_dict(nb)
+    unexecuted.cells[1].execution_count = None
+    assert any("execution counts" in p for p in runner.stored_problems(unexecuted))
+
+    edited = nbformat.from_dict(nb)
+    edited.cells[1].source = "print(x + 1)"
+    assert any("stale" in p for p in runner.stored_problems(edited))
 
 
 @pytest.fixture(scope="module")
-def kernel_env(tmp_path_factory):
-    """A kernelspec for this interpreter; JUPYTER_PATH points at it for the test's duration."""
+def kernel_name(tmp_path_factory):
+    """A kernelspec for this interpreter (PME_NOTEBOOK_FAST=1), on JUPYTER_PATH meanwhile."""
     pytest.importorskip("nbclient", reason="nbclient is not installed (pip install nbclient)")
     pytest.importorskip("nbformat", reason="nbformat is not installed (pip install nbformat)")
     pytest.importorskip("ipykernel", reason="ipykernel is not installed (pip install ipykernel)")
     root = tmp_path_factory.mktemp("jupyter")
-    spec_dir = root / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True)
-    python_path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": f"pymc_evidence tests ({Path(sys.executable).parent.parent.name})",
-        "language": "python",
-        "env": {
-            "PME_NOTEBOOK_FAST": "1",
-            "PYTHONPATH": python_path,
-        },
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
-    old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(root), old) if p)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = old
+    name = runner.write_kernelspec(root, {"PME_NOTEBOOK_FAST": "1"}, name="pme-notebook-test")
+    with runner.jupyter_path(root):
+        yield name
 
 
-def _failure_report(nb) -> str:
-    """The last error output of an executed notebook, for the assertion message."""
-    for cell in reversed(nb.cells):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                return f"{out['ename']}: {out['evalue']}\n" + "\n".join(out["traceback"][-5:])
-    return ""
-
-
-@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
-def test_notebook_runs(path, kernel_env, record_property):
+@pytest.mark.parametrize("path", runner.notebooks(), ids=lambda p: p.stem)
+def test_notebook_runs(path, kernel_name, record_property):
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    before = _file_digest(path)
     nb = nbformat.read(path, as_version=4)
     # A last cell, added in memory only: which interpreter and settings did the kernel have?
     nb.cells.append(
@@ -115,19 +149,12 @@ def test_notebook_runs(path, kernel_env, record_property):
             "import os, sys\nprint(sys.executable)\nprint(os.environ.get('PME_NOTEBOOK_FAST'))"
         )
     )
-    client = NotebookClient(
-        nb,
-        kernel_name=KERNEL_NAME,
-        timeout=CELL_TIMEOUT,
-        resources={"metadata": {"path": str(REPO)}},  # the kernel's working directory
-    )
-    start = time.perf_counter()
     try:
-        client.execute()
+        elapsed = runner.execute(nb, kernel_name, timeout=CELL_TIMEOUT)
     except CellExecutionError as err:
-        pytest.fail(f"{path.name} failed:\n{err}\n{_failure_report(nb)}", pytrace=False)
-    elapsed = time.perf_counter() - start
+        pytest.fail(f"{path.name} failed:\n{err}\n{runner.failure_report(nb)}", pytrace=False)
     record_property("seconds", round(elapsed, 1))
     print(f"{path.name}: executed in {elapsed:.1f} s")
     probe = "".join(out.get("text", "") for out in nb.cells[-1].outputs).split()
     assert probe == [sys.executable, "1"], f"kernel interpreter / FAST flag: {probe}"
+    assert _file_digest(path) == before, f"{path.name} was modified by its test run"
