@@ -16,15 +16,15 @@ reverse path. Then ``logmeanexp(-W_f)`` is the AIS estimate, ``-logmeanexp(W_r)`
 reverse (RAISE) estimate, and ``-mean(W_f) <= log Z <= -mean(W_r)``.
 
 Kernels must be identical in both directions: the forward run tunes its step size *between*
-stages only (halved after a move with over 1 % diverging trajectories) and records it per
-stage in ``info.step_sizes``; pass them (and ``info.scale``) to :func:`run_reverse_ais`.
+stages only and records it per stage in ``info.step_sizes``; pass them (and
+``info.scale``) to :func:`run_reverse_ais`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..estimators.logspace import kish_ess
+from ..estimators.logspace import kish_ess, weighted_var
 from .hmc import hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
 from .smc_kernel import DIVERGING_HALVE
@@ -136,17 +136,6 @@ def _increment(state, d_beta) -> np.ndarray:
     return np.where(np.isnan(inc), -np.inf, inc)
 
 
-def _weighted_var(values, log_w) -> float:
-    """Variance of ``values`` under the normalized weights ``exp(log_w)`` (non-finite -> 0)."""
-    ok = np.isfinite(values) & np.isfinite(log_w)
-    if ok.sum() < 2:
-        return np.nan
-    w = np.exp(log_w[ok] - np.max(log_w[ok]))
-    w /= w.sum()
-    mean = w @ values[ok]
-    return float(w @ (values[ok] - mean) ** 2)
-
-
 def _move(state, beta, density, step_size, n_leapfrog, n_steps, rng, scale):
     """``n_steps`` HMC steps at ``beta``: the state, the mean acceptance, the diverging share."""
     acc, div = [], [0.0]
@@ -197,7 +186,9 @@ def run_forward_ais(
         (for a prior base, those of the starting particles).
     target_accept : float
         Between stages (never inside one) the step size is multiplied by 1.1 when the
-        stage's mean acceptance exceeded this, by 0.9 otherwise (halved after divergences).
+        stage's mean acceptance exceeded this, by 0.9 otherwise; halved after divergences,
+        then capped at 0.8 times the step that diverged (uncapped, the step kept growing
+        into the leapfrog's stability limit: 3.9 % of a regression's trajectories diverged).
     adapt_step_size : bool
         Turn that tuning off (constant step size).
     x0 : ndarray, shape (n_particles, d), optional
@@ -248,9 +239,10 @@ def run_forward_ais(
         if np.any(~np.isfinite(fixed_steps[1:n_stages])):
             raise ValueError("step_size must be finite at every intermediate beta")
     eps = np.nan if fixed else float(step_size)
+    ceiling = np.inf  # below a step that diverged (see target_accept)
     for t in range(1, n_stages + 1):
         with np.errstate(invalid="ignore"):
-            path_var[t - 1] = _weighted_var(state.log_f - state.log_q, log_w)
+            path_var[t - 1] = weighted_var(state.log_f - state.log_q, log_w)
         inc = _increment(state, betas[t] - betas[t - 1])
         log_w = log_w + inc
         mean_inc[t] = float(np.mean(inc))
@@ -266,11 +258,12 @@ def run_forward_ais(
             state, betas[t], density, eps, n_leapfrog, n_steps_per_stage, rng, scale
         )
         if adapt_step_size and not fixed and diverged > DIVERGING_HALVE:
+            ceiling = 0.8 * eps
             eps = step_sizes[t] = eps / 2  # runs that follow this pilot use the half here
         elif adapt_step_size and not fixed:
-            eps *= 1.1 if acceptance[t] > target_accept else 0.9
+            eps = min(eps * (1.1 if acceptance[t] > target_accept else 0.9), ceiling)
     with np.errstate(invalid="ignore"):
-        path_var[n_stages] = _weighted_var(state.log_f - state.log_q, log_w)
+        path_var[n_stages] = weighted_var(state.log_f - state.log_q, log_w)
     info = AISInfo(
         betas=betas,
         acceptance=acceptance,

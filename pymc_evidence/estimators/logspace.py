@@ -31,6 +31,7 @@ __all__ = [
     "resample_indices",
     "residual_resample",
     "systematic_resample",
+    "weighted_var",
 ]
 
 
@@ -162,6 +163,23 @@ def kish_ess(log_weights, axis=None):
         log_ess = 2.0 * logsumexp(lw, axis=axis) - logsumexp(2.0 * lw, axis=axis)
     ess = np.where(np.isfinite(log_ess), np.exp(log_ess), 0.0)
     return float(ess) if axis is None else ess
+
+
+def weighted_var(values, log_w) -> float:
+    """Variance of ``values`` under the normalized weights ``exp(log_w)``; pairs with a
+    non-finite value or weight are left out (NaN when fewer than two remain).
+
+    Examples
+    --------
+    >>> weighted_var([0.0, 2.0, 100.0], [0.0, 0.0, -np.inf])
+    1.0
+    """
+    values, log_w = np.asarray(values, dtype=float), np.asarray(log_w, dtype=float)
+    ok = np.isfinite(values) & np.isfinite(log_w)
+    if ok.sum() < 2:
+        return np.nan
+    w = np.exp(log_w[ok] - np.max(log_w[ok]))
+    return float(np.average((values[ok] - np.average(values[ok], weights=w)) ** 2, weights=w))
 
 
 def systematic_resample(log_w, n_out: int, rng: np.random.Generator) -> np.ndarray:
