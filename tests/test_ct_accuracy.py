@@ -25,9 +25,11 @@ def test_bimodal_with_prior_base(method):
     """Far-apart modes: the prior base (power-posterior path) sees both at beta = 0.
 
     The prior is a poorer base than ADVI's, so the se at 1000 draws is about 0.11; three
-    times the draws bring it under the 0.1 target.
+    times the draws bring it under 0.1. The error bound is issue 23's 0.15 nats: at 0.1 it
+    was 1.5 se of this run, and ``ct`` failed at one seed by 0.001 (-0.101 +- 0.067) once
+    numba's fast-math was turned off, which moved the NUTS draws.
     """
-    check_method(tm.mixture_likelihood(), method, base="prior", draws=3000)
+    check_method(tm.mixture_likelihood(), method, base="prior", draws=3000, abs_tol=0.15)
 
 
 def test_bimodal_posterior_mass_split():
