@@ -140,3 +140,50 @@ def test_reverse_runs_say_when_their_draws_miss_a_mode_of_the_base(two_modes):
     estimate is off (+0.24 at seed 1) and the warning says why."""
     with pytest.warns(pme.CrossCheckWarning, match="never came near a mode that the base"):
         pme.sample_evidence(two_modes.model, "rais", random_seed=1, progressbar=False)
+
+
+def _egg_box_search(monkeypatch=None, cap=None):
+    """The mode search of the egg-box (18 equal modes; its truth is quadrature)."""
+    from pymc_evidence.base import modes as modes_module
+    from pymc_evidence.base.batched_logp import batched_logp
+    from pymc_evidence.testing.nested_benchmarks import egg_box
+
+    if cap is not None:
+        monkeypatch.setattr(modes_module, "MAX_PRIOR_STARTS", cap)
+    space = model_space(egg_box().model)
+    start = GaussianBase(space.initial_x(), np.eye(2), 0.0, "moments")
+    return modes_module.search_modes(space, start, batched_logp(space), np.random.default_rng(0))
+
+
+def test_the_search_draws_starts_until_it_stops_finding_new_modes():
+    modes, info = _egg_box_search()
+    # the 18 modes, at the points (2 pi i, 2 pi j) with i + j even, i, j = 0..5
+    width = 10 * np.pi
+    cells = [np.round(width / (1 + np.exp(-m.mean)) / (2 * np.pi)).astype(int) for m in modes]
+    found = {tuple(c) for c in cells}
+    expected = {(i, j) for i in range(6) for j in range(6) if (i + j) % 2 == 0}
+    assert found == expected
+    assert info["n_prior_starts"] > 32 and info["unseen_share"] <= 0.02
+
+
+def test_a_search_still_finding_modes_at_its_budget_warns(monkeypatch):
+    from pymc_evidence.base.modes import _warn_unseen
+
+    _, info = _egg_box_search(monkeypatch, cap=32)
+    assert info["n_prior_starts"] == 32 and info["unseen_share"] > 0.05
+    with pytest.warns(pme.BaseFitWarning, match="still finding new ones"):
+        _warn_unseen(info)
+
+
+def test_a_one_mode_posterior_gets_one_batch_of_starts():
+    from pymc_evidence.base.batched_logp import batched_logp
+    from pymc_evidence.base.modes import N_PRIOR_STARTS, search_modes
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=3)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.5, -1.0, 2.0]))
+    space = model_space(model)
+    start = GaussianBase(np.zeros(3), np.eye(3), 0.0, "moments")
+    modes, info = search_modes(space, start, batched_logp(space), np.random.default_rng(1))
+    assert len(modes) == 1 and info["n_prior_starts"] == N_PRIOR_STARTS
+    assert info["unseen_share"] == 0.0

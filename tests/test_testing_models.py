@@ -440,3 +440,34 @@ def test_radon_models_subset():
     model = radon_models(df)["pooled"]
     assert len(model.coords["obs_id"]) == 100
     assert len(model.coords["county"]) == df["county"].nunique()
+
+
+def test_egg_box_truth_by_gauss_legendre_per_period():
+    """The Simpson truth against a Gauss-Legendre product rule on each half-period cell."""
+    from pymc_evidence.testing import egg_box
+
+    system = egg_box()
+    u, w = np.polynomial.legendre.leggauss(60)
+    half = np.pi  # cos(x/2) changes monotonicity every pi
+    nodes = np.concatenate([k * half + half / 2 * (u + 1) for k in range(10)])
+    weights = np.tile(w * half / 2, 10)
+    c = np.cos(nodes / 2)
+    log_f = (2 + np.outer(c, c)) ** 5
+    log_z = special.logsumexp(log_f, b=np.outer(weights, weights)) - 2 * np.log(10 * np.pi)
+    assert system.log_z == pytest.approx(log_z, abs=1e-8)
+
+
+def test_gaussian_shells_truth_by_importance_sampling():
+    """One shell's mass by draws on the shell (uniform direction, Gaussian radius)."""
+    from pymc_evidence.testing import gaussian_shells
+
+    system = gaussian_shells()
+    d, n, r0, w = 5, 200_000, 2.0, 0.1
+    rng = np.random.default_rng(0)
+    r = np.abs(rng.normal(r0, w, n))
+    log_area = np.log(2) + d / 2 * np.log(np.pi) - special.gammaln(d / 2)
+    # proposal density on R^d: N(r; r0, w) / (area r^(d-1)); likelihood N(r; r0, w)
+    log_w = log_area + (d - 1) * np.log(r)
+    log_mass = special.logsumexp(log_w) - np.log(n)
+    truth = np.log(2) + log_mass - d * np.log(12.0)
+    assert system.log_z == pytest.approx(truth, abs=2e-3)  # the draws' se is 3e-4

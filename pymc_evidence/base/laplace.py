@@ -23,7 +23,7 @@ from .batched_logp import batched_logp
 from .gaussian import GaussianBase
 from .space import ModelSpace
 
-__all__ = ["Mode", "find_modes"]
+__all__ = ["Mode", "ascend_into", "find_modes"]
 
 #: Two ascents ending within this Mahalanobis distance (either mode's scale) are one mode.
 _SAME_MODE = 3.0
@@ -89,13 +89,40 @@ def _laplace(space: ModelSpace, density, x: np.ndarray, log_f: float) -> Mode | 
     )
 
 
-def _is_new(mode: Mode, kept: list[Mode]) -> bool:
-    for other in kept:
+def _match(mode: Mode, kept: list[Mode]) -> int:
+    """The index of the mode of ``kept`` that ``mode`` is (-1 when it is new)."""
+    for k, other in enumerate(kept):
         for a, b in ((mode, other), (other, mode)):
             z = np.linalg.solve(a.chol, b.mean - a.mean)
             if np.sqrt(z @ z) < _SAME_MODE:
-                return False
-    return True
+                return k
+    return -1
+
+
+def ascend_into(space, density, starts, kept: list[Mode], *, maxiter=500, callback=None):
+    """Ascents from ``starts``; new modes are appended to ``kept`` (in place, unsorted).
+
+    Returns the index in ``kept`` of the mode each start reached (-1: no finite ascent or no
+    positive-definite ``-H``): how often each basin was hit, which says how much of the
+    starts' distribution lies in basins no start has reached yet (see
+    :func:`~pymc_evidence.base.modes.unseen_share`).
+    """
+    logp_dlogp = _point(density)
+    hits = np.full(len(starts), -1)
+    for i, x0 in enumerate(starts):
+        if callback is not None:
+            callback(i, len(starts))
+        if not np.isfinite(logp_dlogp(x0)[0]):
+            continue
+        x, log_f = _ascend(logp_dlogp, x0, maxiter)
+        mode = _laplace(space, density, x, log_f) if np.isfinite(log_f) else None
+        if mode is None:
+            continue
+        hits[i] = _match(mode, kept)
+        if hits[i] < 0:
+            kept.append(mode)
+            hits[i] = len(kept) - 1
+    return hits
 
 
 def find_modes(
@@ -137,20 +164,9 @@ def find_modes(
     -1.5155
     """
     density = batched_logp(space) if density is None else density
-    logp_dlogp = _point(density)
     kept: list[Mode] = []
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
-    for i, x0 in enumerate(starts):
-        if callback is not None:
-            callback(i, len(starts))
-        if not np.isfinite(logp_dlogp(x0)[0]):
-            continue
-        x, log_f = _ascend(logp_dlogp, x0, maxiter)
-        if not np.isfinite(log_f):
-            continue
-        mode = _laplace(space, density, x, log_f)
-        if mode is not None and _is_new(mode, kept):
-            kept.append(mode)
+    ascend_into(space, density, starts, kept, maxiter=maxiter, callback=callback)
     if callback is not None:
         callback(len(starts), len(starts))
     return sorted(kept, key=lambda m: -m.log_zeta)

@@ -34,6 +34,7 @@ from pymc_evidence.testing.models import (
     normalized_density,
     registry,
 )
+from pymc_evidence.testing.nested_benchmarks import egg_box, gaussian_shells
 
 __all__ = [
     "ALL_MODELS",
@@ -46,6 +47,8 @@ __all__ = [
     "registry",
     "HARD_MODELS",
     "bimodal_1d",
+    "egg_box",
+    "gaussian_shells",
     "centred_radon_intercepts",
     "centred_radon_slopes",
     "hierarchical_normal_cauchy",
