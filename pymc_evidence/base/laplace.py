@@ -105,7 +105,7 @@ def ascend_into(space, density, starts, kept: list[Mode], *, maxiter=500, callba
     Returns the index in ``kept`` of the mode each start reached (-1: no finite ascent or no
     positive-definite ``-H``): how often each basin was hit, which says how much of the
     starts' distribution lies in basins no start has reached yet (see
-    :func:`~pymc_evidence.base.modes.unseen_share`).
+    :func:`~pymc_evidence.base.mode_search.unseen_share`).
     """
     logp_dlogp = _point(density)
     hits = np.full(len(starts), -1)

@@ -31,18 +31,15 @@ does not search the whole space. See ``docs/hard_models.rst``.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..estimators.diagnostics import BaseFitWarning
 from ..progress import progress_bar
 from .advi import BaseFitError, evaluate_bases
 from .batched_logp import batched_logp
 from .gaussian import GaussianBase
-from .laplace import Mode, ascend_into, find_modes
+from .laplace import Mode, find_modes
 from .mixture import MixtureBase
-from .prior import prior_draws
+from .mode_search import search_modes, warn_unseen
 from .space import ModelSpace
 
 __all__ = [
@@ -50,9 +47,6 @@ __all__ = [
     "add_missed_modes",
     "log_mass_se",
     "mixture_of",
-    "mode_starts",
-    "search_modes",
-    "unseen_share",
     "weights_se",
 ]
 
@@ -63,98 +57,10 @@ COVERAGE_GAP = 3.0
 MIN_SHARE = 0.01
 #: ... and its importance-sampling mass is within this many nats of its Laplace mass.
 MASS_AGREEMENT = 2.0
-#: Prior draws that start ascents too, up to :data:`SMALL_DIM` dimensions (and above).
-#: A mode whose basin holds 16 % of the prior mass (the lighter mode of a 5-D two-mode
-#: mixture) is missed by all 32 with probability 0.004, by the eight ADVI restarts alone
-#: with probability 0.3 (measured: one seed in two of the mixture lost the mode).
-N_PRIOR_STARTS = 32
-N_PRIOR_STARTS_LARGE = 8
-SMALL_DIM = 30
-#: While more than this share of the prior's mass lies in basins no start has reached
-#: (:func:`unseen_share`), the search doubles its prior starts, up to
-#: :data:`MAX_PRIOR_STARTS` (``4 * N_PRIOR_STARTS_LARGE`` above :data:`SMALL_DIM`)...
-MAX_UNSEEN = 0.02
-MAX_PRIOR_STARTS = 256
-#: ... and warns when the share it ends with is above this.
-WARN_UNSEEN = 0.05
-
-
-def mode_starts(space: ModelSpace, base, rng=None) -> np.ndarray:
-    """Where to start the ascents: the model's initial point, the base's component means
-    and, with ``rng``, :data:`N_PRIOR_STARTS` prior draws (:data:`N_PRIOR_STARTS_LARGE`
-    above :data:`SMALL_DIM` dimensions; none where the prior cannot be drawn from)."""
-    means = base.means if isinstance(base, MixtureBase) else np.atleast_2d(base.mean)
-    points = [space.initial_x()[None, :], means]
-    if rng is not None:
-        n = N_PRIOR_STARTS if space.ndim <= SMALL_DIM else N_PRIOR_STARTS_LARGE
-        try:
-            points.append(prior_draws(space, n, rng))
-        except Exception:  # a model without a prior sampler: the other starts only
-            pass
-    return np.vstack(points)
-
-
-def unseen_share(hits) -> float:
-    """Good-Turing estimate of the share of the starts' distribution lying in basins none
-    of them reached: the share of starts whose basin no other start reached.
-
-    ``hits`` holds the mode each start climbed to (-1: the ascent failed; not counted).
-
-    Examples
-    --------
-    >>> unseen_share([0, 0, 0, 0])   # every start in one basin
-    0.0
-    >>> unseen_share([0, 1, 2, 3])   # every start found a new basin: most are unseen
-    1.0
-    """
-    hits = np.asarray(hits, dtype=int)
-    hits = hits[hits >= 0]
-    if hits.size == 0:
-        return 0.0
-    _, counts = np.unique(hits, return_counts=True)
-    return float(np.sum(counts == 1) / hits.size)
-
-
-def _offset(callback, done: int, n: int):
-    """``callback`` of a batch of ``n`` ascents after ``done`` others (one bar for all)."""
-    if callback is None:
-        return None
-    return lambda i, _total: callback(done + i, done + n)
-
-
-def search_modes(space: ModelSpace, base, density, rng, *, callback=None):
-    """Modes of the posterior from the initial point, the base's means and prior draws.
-
-    The prior starts come in batches (:data:`N_PRIOR_STARTS`, then doubling) while the
-    basins they reach say that much of the prior lies in basins none reached
-    (:func:`unseen_share` above :data:`MAX_UNSEEN`): a posterior of many modes (an egg-box,
-    label switching) gets the starts it needs, a one-mode posterior only the first batch.
-
-    Returns
-    -------
-    modes : list of Mode
-        Largest mass first.
-    info : dict
-        ``n_prior_starts``, ``n_modes_found`` and ``unseen_share`` (at the end).
-    """
-    kept: list[Mode] = []
-    fixed = mode_starts(space, base)
-    ascend_into(space, density, fixed, kept, callback=callback)
-    n, cap = N_PRIOR_STARTS, MAX_PRIOR_STARTS
-    if space.ndim > SMALL_DIM:
-        n, cap = N_PRIOR_STARTS_LARGE, 4 * N_PRIOR_STARTS_LARGE
-    hits, share = [], 0.0
-    while n > 0:
-        try:
-            draws = prior_draws(space, n, rng)
-        except Exception:  # a model without a prior sampler: the other starts only
-            break
-        done = len(fixed) + len(hits)
-        hits.extend(ascend_into(space, density, draws, kept, callback=_offset(callback, done, n)))
-        share = unseen_share(hits)
-        n = min(len(hits), cap - len(hits)) if share > MAX_UNSEEN else 0
-    info = {"n_prior_starts": len(hits), "n_modes_found": len(kept), "unseen_share": share}
-    return sorted(kept, key=lambda m: -m.log_zeta), info
+#: A missed mode whose Laplace Gaussian has an importance-sampling ESS below this share of
+#: the draws is also tried with its standard deviations times each of :data:`WIDEN`.
+WIDEN_BELOW = 0.5
+WIDEN = (1.5, 2.0)
 
 
 def coverage_gap(mode: Mode, base) -> float:
@@ -225,19 +131,40 @@ def mixture_of(components, log_masses, space, density, n_eval, rng, info) -> Mix
     )  # fmt: skip
 
 
+def _better_fits(modes, stats, density, n_eval, rng):
+    """Each mode's Gaussian and its importance-sampling stats; where the Laplace Gaussian's
+    ESS is below :data:`WIDEN_BELOW` of the draws, the widest of :data:`WIDEN` that does
+    better (a mode pressed against a bounded prior's edge has an exponential tail in the
+    unconstrained coordinates, which the Laplace Gaussian's is far too light for: its ESS
+    on the egg-box's edge modes was 8-70 %, and a too-light component gives the paths
+    started from the base heavy-tailed weights)."""
+    out = []
+    for mode, stat in zip(modes, stats, strict=True):
+        if not isinstance(stat, BaseFitError) and stat["is_ess"] < WIDEN_BELOW * n_eval:
+            wider = [mode.with_values(chol=factor * mode.chol) for factor in WIDEN]
+            wider_stats = evaluate_bases(density, wider, n_eval, rng)
+            for cand, cand_stat in zip(wider, wider_stats, strict=True):
+                if not isinstance(cand_stat, BaseFitError) and cand_stat["is_ess"] > stat["is_ess"]:
+                    mode, stat = cand, cand_stat
+        out.append((mode, stat))
+    return out
+
+
 def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     """The missed modes worth adding, each with its importance-sampling mass as
-    ``log_zeta``."""
+    ``log_zeta`` (and widened where its Laplace Gaussian is too narrow, see
+    :func:`_better_fits`)."""
     kept = []
-    for mode, stats in zip(modes, evaluate_bases(density, modes, n_eval, rng), strict=True):
-        if isinstance(stats, BaseFitError):
+    stats = evaluate_bases(density, modes, n_eval, rng)
+    for mode, stat in _better_fits(modes, stats, density, n_eval, rng):
+        if isinstance(stat, BaseFitError):
             continue
-        log_mass = stats["log_is"]
+        log_mass = stat["log_is"]
         share = 1.0 / (1.0 + np.exp(base.log_zeta - log_mass))
         if (
             share >= MIN_SHARE
             and abs(log_mass - mode.log_zeta) <= MASS_AGREEMENT
-            and stats["is_ess"] >= 0.1 * n_eval
+            and stat["is_ess"] >= 0.1 * n_eval
         ):
             kept.append(mode.with_values(log_zeta=log_mass))
     return kept
@@ -257,21 +184,6 @@ def _laplace_if_better(base, modes, density, n_eval, rng):
     return covered[0].with_values(
         log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
     )
-
-
-def _warn_unseen(search: dict) -> None:
-    """A :class:`BaseFitWarning` when the search ended still finding new basins."""
-    share = search.get("unseen_share", 0.0)
-    if share > WARN_UNSEEN:
-        warnings.warn(
-            f"the mode search climbed to {search['n_modes_found']} distinct modes from "
-            f"{search['n_prior_starts']} prior draws and was still finding new ones: about "
-            f"{share:.0%} of the prior's mass lies in basins it never reached. Modes there are "
-            "missing from the base, and an estimate started from it can miss their evidence "
-            "without its se showing it. Cross-check with base='prior' (method='smc').",
-            BaseFitWarning,
-            stacklevel=2,
-        )
 
 
 def add_missed_modes(
@@ -295,7 +207,8 @@ def add_missed_modes(
         Draws the prior starts of the ascents and, when a missed mode is found, the
         importance-sampling draws (a base that misses nothing is returned unchanged).
     starts : ndarray, shape (k, d), optional
-        Starting points of the ascents; default :func:`mode_starts`.
+        Starting points of the ascents; default: those of
+        :func:`~pymc_evidence.base.mode_search.search_modes`.
     n_eval : int
         Draws for each candidate's and the new mixture's importance-sampling mass.
     laplace : bool, default False
@@ -333,7 +246,7 @@ def add_missed_modes(
             modes, search = search_modes(space, base, density, rng, callback=bar)
         else:
             modes, search = find_modes(space, starts, density=density, callback=bar), {}
-    _warn_unseen(search)
+    warn_unseen(search)
     if laplace:
         base = _laplace_if_better(base, modes, density, n_eval, rng)
     missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]

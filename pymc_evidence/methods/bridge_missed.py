@@ -26,8 +26,9 @@ from scipy import linalg, stats
 from ..base.advi import BaseFitError, evaluate_bases
 from ..base.batched_logp import batched_logp
 from ..base.laplace import find_modes
-from ..base.modes import N_PRIOR_STARTS as BASE_PRIOR_STARTS
-from ..base.modes import N_PRIOR_STARTS_LARGE, SMALL_DIM, credible_modes
+from ..base.mode_search import N_PRIOR_STARTS as BASE_PRIOR_STARTS
+from ..base.mode_search import N_PRIOR_STARTS_LARGE, SMALL_DIM
+from ..base.modes import credible_modes
 from ..base.prior import prior_draws
 from ..estimators.diagnostics import CrossCheckWarning, tagged
 
