@@ -12,15 +12,16 @@ import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import Competence
 
+from ..base.fit import fit_base
 from ..base.gaussian import BaseDensity
 from ..estimators.ct import sample_beta
 from ..transforms.tempered_draws import warn_tempered_draws
-from .tempered import initial_potential, tempered_density
+from .tempered import OwnVariablesStep, continuous_model, initial_potential, tempered_density
 
 __all__ = ["GibbsContinuousTempering"]
 
 
-class GibbsContinuousTempering(pm.NUTS):
+class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
     """NUTS on ``x`` at a temperature ``beta`` that is redrawn exactly after every step.
 
     The chain targets ``p(x, beta) ∝ f(x)^beta q(x)^(1-beta) / zeta^beta`` on
@@ -38,8 +39,12 @@ class GibbsContinuousTempering(pm.NUTS):
 
     Parameters
     ----------
-    base : GaussianBase, MixtureBase or PriorBase
-        Normalized base density from :func:`pymc_evidence.fit_base`.
+    base : GaussianBase, MixtureBase or PriorBase, or str
+        Normalized base density from :func:`pymc_evidence.fit_base`, or its ``method``
+        (``"advi"``, ``"fullrank_advi"``, ``"prior"``) to fit one here. On a model with
+        discrete variables (summed out for the step, which updates the continuous ones;
+        PyMC's own steps draw the discrete ones), pass the method: the base lives on the
+        continuous model.
     log_zeta : float, optional
         Overrides ``base.log_zeta``.
     potentials : {None, "likelihood"}
@@ -49,6 +54,8 @@ class GibbsContinuousTempering(pm.NUTS):
     warn_tempered : bool, default True
         Emit the warning below; pass False once you read the trace with
         :func:`pymc_evidence.ct_evidence` (:func:`pymc_evidence.sample_evidence` does).
+    random_seed : int or Generator, optional
+        Seeds the base's fit when ``base`` is a method name.
     model : pm.Model, optional
     **kwargs
         Passed to :class:`pymc.NUTS` (``target_accept``, ``max_treedepth``, ...).
@@ -88,16 +95,20 @@ class GibbsContinuousTempering(pm.NUTS):
         self,
         vars=None,
         *,
-        base: BaseDensity,
+        base: BaseDensity | str,
         log_zeta: float | None = None,
         potentials: str | None = None,
         beta_init: float = 0.5,
         warn_tempered: bool = True,
+        random_seed=None,
         model=None,
         **kwargs,
     ):
         if warn_tempered:
             warn_tempered_draws("GibbsContinuousTempering", "pme.ct_evidence(trace)")
+        if isinstance(base, str):
+            target, pots = continuous_model(model, potentials)
+            base = fit_base(base, model=target, random_seed=random_seed, potentials=pots)
         if log_zeta is not None:
             base = base.with_values(log_zeta=float(log_zeta))
         self._density = tempered_density(
@@ -111,8 +122,8 @@ class GibbsContinuousTempering(pm.NUTS):
         self.base = base
         kwargs = initial_potential(base, kwargs)
         super().__init__(
-            vars=self._density.space.model.value_vars,
-            model=self._density.space.model,
+            vars=self._density.step_vars,
+            model=pm.modelcontext(model),
             logp_dlogp_func=self._density.logp_dlogp,
             **kwargs,
         )

@@ -32,7 +32,7 @@ from ..estimators.rts import (
     validate_ladder,
 )
 from ..transforms.tempered_draws import warn_tempered_draws
-from .tempered import initial_potential, tempered_density
+from .tempered import OwnVariablesStep, continuous_model, initial_potential, tempered_density
 
 __all__ = ["SimulatedTempering", "SimulatedTemperingState", "q_stat_names"]
 
@@ -62,7 +62,7 @@ class SimulatedTemperingState(NUTSState):
     _band_step_sizes: list
 
 
-class SimulatedTempering(pm.NUTS):
+class SimulatedTempering(OwnVariablesStep, pm.NUTS):
     """NUTS at a discrete inverse temperature ``beta_k``, with exact Gibbs draws of ``k``.
 
     Use it in ``pm.sample(step=...)`` and read the trace with
@@ -155,7 +155,8 @@ class SimulatedTempering(pm.NUTS):
             warn_tempered_draws("SimulatedTempering", "pme.st_evidence(trace, step)")
         model = pm.modelcontext(model)
         if isinstance(base, str):
-            base = fit_base(base, model=model, random_seed=random_seed, potentials=potentials)
+            target, pots = continuous_model(model, potentials)
+            base = fit_base(base, model=target, random_seed=random_seed, potentials=pots)
         self._density = tempered_density(
             model, base, vars=vars, potentials=potentials, owner="SimulatedTempering"
         )
@@ -183,7 +184,7 @@ class SimulatedTempering(pm.NUTS):
         }
         self.stats_dtypes = [{k: dtype for k, (dtype, _) in self.stats_dtypes_shapes.items()}]
         super().__init__(
-            vars=self._density.space.model.value_vars,
+            vars=self._density.step_vars,
             model=model,
             logp_dlogp_func=self._density.logp_dlogp,
             **initial_potential(base, kwargs),

@@ -3,6 +3,11 @@
 One compiled log density (and gradient) serves every temperature: ``beta`` is a shared
 variable the step sets before each NUTS transition. ``log f - log q`` is compiled once too,
 for the temperature draw that follows.
+
+A model with discrete variables of finite support is tempered with them summed out
+(:func:`~pymc_evidence.transforms.marginal.sum_out_discrete`: the evidence is unchanged): the
+step updates the continuous variables, and ``pm.sample`` gives the discrete ones PyMC's own
+steps, which draw them from their conditional given the continuous values.
 """
 
 from __future__ import annotations
@@ -18,9 +23,26 @@ from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..hygiene import check_model
+from ..transforms.marginal import sum_out_discrete
 from ..transforms.tempering import _check_layout, _check_structure, tempered_terms
 
-__all__ = ["TemperedDensity", "tempered_density"]
+__all__ = ["OwnVariablesStep", "TemperedDensity", "continuous_model", "tempered_density"]
+
+
+class OwnVariablesStep:
+    """Mixin for the tempering steps: hand PyMC's array step only the step's own variables.
+
+    PyMC's shared-variable steps cut the point down to their variables only when their
+    density has "extra" (shared) inputs; a tempered density has none, so on a model whose
+    discrete variables another step updates, the point would be raveled whole.
+    """
+
+    def step(self, point):
+        """One transition of the step's own variables; the other values pass through."""
+        if set(point) == set(self.var_names):
+            return super().step(point)
+        new, stats = super().step({name: point[name] for name in self.var_names})
+        return {**point, **new}, stats
 
 
 @dataclass(eq=False)
@@ -40,6 +62,9 @@ class TemperedDensity:
         ``beta log f + (1 - beta) log q`` and its gradient, for :class:`pymc.NUTS`.
     log_ratio : callable
         ``log f(x) - log q(x)`` at one raveled vector.
+    step_vars : list
+        The value variables the step updates: those of the model sampled by ``pm.sample``,
+        in the order of ``space`` (its continuous ones when discrete ones were summed out).
     """
 
     space: ModelSpace
@@ -48,6 +73,7 @@ class TemperedDensity:
     logp_dlogp: object
     log_ratio: object
     base: BaseDensity = None
+    step_vars: list = None
 
     def set_base(self, base: BaseDensity) -> None:
         """Assign new base parameters (and ``log zeta``) without recompiling; the base must
@@ -58,10 +84,20 @@ class TemperedDensity:
         self.base = base
 
 
-def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner="step"):
-    """Check the model and base, and compile the tempered density of ``model``."""
+def continuous_model(model, potentials=None) -> tuple[pm.Model, str | None]:
+    """``(model, potentials)`` checked, with its discrete variables summed out when it has
+    any (the sum is a potential of the likelihood)."""
     model = pm.modelcontext(model)
-    check_model(model, potentials=potentials)
+    summed = sum_out_discrete(model)
+    check_model(model, potentials=potentials, discrete=summed is not None)
+    return (model, potentials) if summed is None else (summed.model, "likelihood")
+
+
+def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner="step"):
+    """Check the model and base, and compile the tempered density of ``model`` (its
+    discrete variables summed out, see :func:`continuous_model`)."""
+    source = pm.modelcontext(model)
+    model, potentials = continuous_model(source, potentials)
     space = model_space(model)
     if vars is not None and {v.name for v in vars} != set(space.names):
         raise ValueError(f"{owner} must update all free variables at once")
@@ -73,7 +109,9 @@ def tempered_density(model, base, *, vars=None, potentials=None, beta=0.0, owner
     vg = ValueGradFunction([cost], model.value_vars, {}, model=model, ravel_inputs=True)
     vg.trust_input = True
     log_ratio = space.compile_raveled(log_f - log_q)
-    return TemperedDensity(space, beta_var, shared, vg, log_ratio, base)
+    by_name = {v.name: v for v in source.value_vars}
+    step_vars = [by_name[v.name] for v in model.value_vars]
+    return TemperedDensity(space, beta_var, shared, vg, log_ratio, base, step_vars)
 
 
 def initial_potential(base: BaseDensity, kwargs: dict):
