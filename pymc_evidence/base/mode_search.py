@@ -48,19 +48,11 @@ MAX_PRIOR_STARTS = 256
 WARN_UNSEEN = 0.05
 
 
-def mode_starts(space: ModelSpace, base, rng=None) -> np.ndarray:
-    """Where to start the ascents: the model's initial point, the base's component means
-    and, with ``rng``, :data:`N_PRIOR_STARTS` prior draws (:data:`N_PRIOR_STARTS_LARGE`
-    above :data:`SMALL_DIM` dimensions; none where the prior cannot be drawn from)."""
+def mode_starts(space: ModelSpace, base) -> np.ndarray:
+    """The ascents' fixed starts: the model's initial point and the base's component means
+    (:func:`search_modes` adds the prior draws)."""
     means = base.means if isinstance(base, MixtureBase) else np.atleast_2d(base.mean)
-    points = [space.initial_x()[None, :], means]
-    if rng is not None:
-        n = N_PRIOR_STARTS if space.ndim <= SMALL_DIM else N_PRIOR_STARTS_LARGE
-        try:
-            points.append(prior_draws(space, n, rng))
-        except Exception:  # a model without a prior sampler: the other starts only
-            pass
-    return np.vstack(points)
+    return np.vstack([space.initial_x()[None, :], means])
 
 
 def unseen_share(hits) -> float:
