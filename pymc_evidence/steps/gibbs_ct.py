@@ -106,24 +106,20 @@ class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
     ):
         if warn_tempered:
             warn_tempered_draws("GibbsContinuousTempering", "pme.ct_evidence(trace)")
+        model = pm.modelcontext(model)
+        target, pots = continuous_model(model, potentials)
         if isinstance(base, str):
-            target, pots = continuous_model(model, potentials)
             base = fit_base(base, model=target, random_seed=random_seed, potentials=pots)
         if log_zeta is not None:
             base = base.with_values(log_zeta=float(log_zeta))
         self._density = tempered_density(
-            model,
-            base,
-            vars=vars,
-            potentials=potentials,
-            beta=beta_init,
-            owner="GibbsContinuousTempering",
+            target, base, model, vars=vars, beta=beta_init, owner="GibbsContinuousTempering"
         )
         self.base = base
         kwargs = initial_potential(base, kwargs)
         super().__init__(
             vars=self._density.step_vars,
-            model=pm.modelcontext(model),
+            model=model,
             logp_dlogp_func=self._density.logp_dlogp,
             **kwargs,
         )

@@ -154,12 +154,10 @@ class SimulatedTempering(OwnVariablesStep, pm.NUTS):
         if warn_tempered:
             warn_tempered_draws("SimulatedTempering", "pme.st_evidence(trace, step)")
         model = pm.modelcontext(model)
+        target, pots = continuous_model(model, potentials)
         if isinstance(base, str):
-            target, pots = continuous_model(model, potentials)
             base = fit_base(base, model=target, random_seed=random_seed, potentials=pots)
-        self._density = tempered_density(
-            model, base, vars=vars, potentials=potentials, owner="SimulatedTempering"
-        )
+        self._density = tempered_density(target, base, model, vars=vars, owner="SimulatedTempering")
         self.base = base
         power = 4.0 if base.kind == "prior" else 1.0
         self.betas = validate_ladder(default_ladder(n_levels, power) if betas is None else betas)
