@@ -93,11 +93,13 @@ def continuous_model(model, potentials=None) -> tuple[pm.Model, str | None]:
     return (model, potentials) if summed is None else (summed.model, "likelihood")
 
 
-def tempered_density(target, base, source, *, vars=None, beta=0.0, owner="step"):
+def tempered_density(target, base, source=None, *, vars=None, beta=0.0, owner="step"):
     """Check the base and compile the tempered density of ``target``, a model checked by
-    :func:`continuous_model` (with its ``potentials``); ``source`` is the model ``pm.sample``
-    samples, whose value variables of the same names the step updates."""
-    model = target
+    :func:`continuous_model` (with its ``potentials``); ``source`` (default ``target``) is
+    the model ``pm.sample`` samples, whose value variables of the same names the step
+    updates."""
+    model = pm.modelcontext(target)
+    source = model if source is None else source
     space = model_space(model)
     if vars is not None and {v.name for v in vars} != set(space.names):
         raise ValueError(f"{owner} must update all free variables at once")
