@@ -169,3 +169,29 @@ def test_chains_independent_with_one_core():
         get_group(parallel, "posterior")["p"].values,
         rtol=1e-8,
     )
+
+
+def test_gibbs_ct_chains_independent_with_one_core():
+    """The same for GibbsContinuousTempering: its temperature is part of each chain's state
+    (chain 1 used to start at the temperature chain 0 ended at with cores=1)."""
+    case = tm.beta_bernoulli()
+    base = pme.fit_base(model=case.model, random_seed=1)
+    traces = []
+    for cores in (1, 2):
+        with case.model:
+            step = pme.GibbsContinuousTempering(base=base, warn_tempered=False)
+            traces.append(
+                pm.sample(
+                    100,
+                    tune=100,
+                    step=step,
+                    chains=2,
+                    cores=cores,
+                    random_seed=3,
+                    discard_tuned_samples=False,
+                    progressbar=False,
+                    compute_convergence_checks=False,
+                )  # fmt: skip
+            )
+    serial, parallel = (_stats(t, "ct_beta") for t in traces)
+    np.testing.assert_allclose(serial, parallel, rtol=1e-8)

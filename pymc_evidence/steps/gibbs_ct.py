@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import Competence
+from pymc.step_methods.hmc.nuts import NUTSState
+from pymc.step_methods.state import dataclass_state
 
 from ..base.fit import fit_base
 from ..base.gaussian import BaseDensity
@@ -19,6 +21,16 @@ from ..transforms.tempered_draws import warn_tempered_draws
 from .tempered import OwnVariablesStep, continuous_model, initial_potential, tempered_density
 
 __all__ = ["GibbsContinuousTempering"]
+
+
+@dataclass_state
+class GibbsContinuousTemperingState(NUTSState):
+    """Per-chain state of :class:`GibbsContinuousTempering`: NUTS's own and the chain's
+    ``beta``. PyMC restores a step's ``sampling_state`` before every chain it runs in the
+    same process (``cores=1``); without ``beta`` here the temperature one chain ended at
+    started the next, and ``cores=1`` and ``cores=2`` gave different numbers."""
+
+    beta: float
 
 
 class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
@@ -84,6 +96,7 @@ class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
     """
 
     name = "gibbs_ct"
+    _state_class = GibbsContinuousTemperingState
     stats_dtypes_shapes = {
         **pm.NUTS.stats_dtypes_shapes,
         "ct_beta": (np.float64, []),
@@ -116,6 +129,7 @@ class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
             target, base, model, vars=vars, beta=beta_init, owner="GibbsContinuousTempering"
         )
         self.base = base
+        self.beta = float(beta_init)
         kwargs = initial_potential(base, kwargs)
         super().__init__(
             vars=self._density.step_vars,
@@ -133,10 +147,12 @@ class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
 
     def astep(self, q0):
         """One NUTS transition at the current ``beta``, then an exact draw of ``beta | x``."""
+        self._density.beta.set_value(np.float64(self.beta))
         q, stats = super().astep(q0)
         log_zeta = float(self.base.log_zeta)
         delta = log_zeta - float(self._density.log_ratio(np.asarray(q.data, dtype=float)))
         beta = float(sample_beta(np.array([delta]), self.rng)[0])
+        self.beta = beta
         self._density.beta.set_value(np.float64(beta))
         stats[0].update(
             ct_beta=beta,
