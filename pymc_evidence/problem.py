@@ -269,7 +269,9 @@ class EvidenceProblem:
         """``base="auto"``: up to :data:`FULLRANK_MAX_DIM` dimensions, the prior (proper:
         :func:`~pymc_evidence.check_model` saw to it) where the model keeps a funnel (a
         centred scale, see :func:`~pymc_evidence.transforms.reparam.centred_scales`), else
-        full-rank ADVI; above, mean-field ADVI or the Laplace Gaussian.
+        full-rank ADVI; above, mean-field ADVI or the Laplace Gaussian. In both cases the
+        mode search runs first, and a one-mode posterior that its Laplace Gaussian fits is
+        not fitted at all (``fit_base(laplace_first=True)``).
 
         Funnels are a small-model matter: with few data per group the posterior reaches
         into the neck, which no fitted base covers. Large centred models are usually
@@ -285,8 +287,8 @@ class EvidenceProblem:
             )
             return "prior", {}
         if small:
-            return "fullrank_advi", {}
-        return "advi", {"laplace": True}
+            return "fullrank_advi", {"laplace_first": True}
+        return "advi", {"laplace": True, "laplace_first": True}
 
     def _warn_fitted_funnel(self, what: str) -> None:
         """Warn when a small model keeps a funnel (a centred scale) and the base is a fit:

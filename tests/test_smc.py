@@ -13,6 +13,7 @@ from pymc_evidence.base import GaussianBase, fit_base
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
 from pymc_evidence.engines.batched import batched_log_densities
 from pymc_evidence.engines.smc import SMCSettings, run_resample_move
+from pymc_evidence.engines.smc_kernel import MIN_REFRESH, UNMOVED_SHARE
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
 from pymc_evidence.estimators.logspace import kish_ess, residual_resample, systematic_resample
 from pymc_evidence.estimators.smc import (
@@ -172,7 +173,8 @@ def test_engine_determinism_and_arm_off_reproduces_smc(toy):
 
 def test_moves_continue_while_the_log_ratio_is_correlated(toy):
     """Tiny steps leave log f - log q correlated with its start: moves go on to max_moves;
-    decorrelation=1 (always met) or max_moves=n_moves stop at n_moves."""
+    decorrelation=1 (always met) or max_moves=n_moves stop at n_moves. The last move, at
+    beta = 1, only parts the copies resampling made (MIN_REFRESH steps here)."""
     model, _ = toy
     base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
     density = batched_log_densities(model, base)
@@ -184,11 +186,24 @@ def test_moves_continue_while_the_log_ratio_is_correlated(toy):
         return info.n_moves
 
     tiny = moves(step_size=1e-4, step_gain=0.0, max_moves=13)
-    assert tiny[0] == 0 and np.all(tiny[1:] == 13), tiny
-    assert np.all(moves(step_size=1e-4, step_gain=0.0, max_moves=13, decorrelation=1.0)[1:] == 3)
-    assert np.all(moves(max_moves=3)[1:] == 3)
+    assert tiny[0] == 0 and np.all(tiny[1:-1] == 13) and tiny[-1] == MIN_REFRESH, tiny
+    loose = moves(step_size=1e-4, step_gain=0.0, max_moves=13, decorrelation=1.0)
+    assert np.all(loose[1:-1] == 3)
+    assert np.all(moves(max_moves=3)[1:-1] == 3)
     # well-sized steps decorrelate a 1-d Gaussian within the first block
     assert np.all(moves(max_moves=50, n_leapfrog=10)[1:] <= 8)
+
+
+def test_last_move_parts_the_copies(toy):
+    """After the last resampling the particles are copies of fewer positions; the move at
+    beta = 1 goes on until all but UNMOVED_SHARE of them have left theirs."""
+    model, _ = toy
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+    rng = np.random.default_rng(SEED)
+    _, info = run_resample_move(density, base.sample(400, rng), rng, SMCSettings(schedule=COARSE))
+    assert MIN_REFRESH <= info.n_moves[-1] <= SMCSettings().n_moves
+    assert np.unique(info.x).size >= (1 - UNMOVED_SHARE) * 400 - 1
 
 
 def test_settings_are_checked(toy):

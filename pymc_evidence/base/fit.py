@@ -18,6 +18,7 @@ from ..hygiene import check_model
 from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
 from .gaussian import GaussianBase, moment_match
+from .laplace_first import laplace_first as laplace_first_base
 from .mixture import MixtureBase
 from .modes import add_missed_modes, mixture_of
 from .prior import PriorBase, prior_draws
@@ -185,6 +186,7 @@ def fit_base(
     progressbar: bool = True,
     modes: bool = True,
     laplace: bool = False,
+    laplace_first: bool = False,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -235,6 +237,14 @@ def fit_base(
         and keep it when its importance-sampling evidence beats the fit's (``base="auto"``
         does this above 30 dimensions, where it fits mean-field ADVI: on a correlated
         posterior the Laplace Gaussian keeps the correlations the mean-field fit drops).
+    laplace_first : bool, default False
+        With ``modes``: search for the modes before fitting, and when the posterior has one
+        whose Laplace Gaussian is close to it (importance-sampling ESS at least
+        :data:`~pymc_evidence.base.laplace_first.LAPLACE_ESS` of ``n_eval`` draws) return that
+        Gaussian (``kind "laplace"``) without fitting ADVI (checks in
+        :func:`~pymc_evidence.base.laplace_first.laplace_first`). ``base="auto"`` does
+        this: on a regression, a logistic regression or a Gaussian-like time series the
+        fit's thousands of steps buy nothing.
 
     Returns
     -------
@@ -278,6 +288,13 @@ def fit_base(
     starts = [space.initial_x()]
     if restarts > 1:
         starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
+    found = None
+    if modes and laplace_first:
+        quick, found = laplace_first_base(
+            space, np.array(starts), rng, fullrank=fullrank, n_eval=n_eval, progressbar=progressbar
+        )
+        if quick is not None:
+            return quick
     fits, errors = _fit_restarts(
         space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng, progressbar
     )
@@ -306,5 +323,5 @@ def fit_base(
     if not modes:
         return base
     return add_missed_modes(
-        base, space, rng, n_eval=n_eval, laplace=laplace, progressbar=progressbar
+        base, space, rng, found=found, n_eval=n_eval, laplace=laplace, progressbar=progressbar
     )

@@ -50,7 +50,9 @@ WARN_UNSEEN = 0.05
 
 def mode_starts(space: ModelSpace, base) -> np.ndarray:
     """The ascents' fixed starts: the model's initial point and the base's component means
-    (:func:`search_modes` adds the prior draws)."""
+    (none when ``base`` is None; :func:`search_modes` adds the prior draws)."""
+    if base is None:
+        return space.initial_x()[None, :]
     means = base.means if isinstance(base, MixtureBase) else np.atleast_2d(base.mean)
     return np.vstack([space.initial_x()[None, :], means])
 

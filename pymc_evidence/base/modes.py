@@ -37,9 +37,9 @@ from ..progress import progress_bar
 from .advi import BaseFitError, evaluate_bases
 from .batched_logp import batched_logp
 from .gaussian import GaussianBase
-from .laplace import Mode, find_modes
+from .laplace import Mode, ascend_into, find_modes
 from .mixture import MixtureBase
-from .mode_search import search_modes, warn_unseen
+from .mode_search import mode_starts, search_modes, warn_unseen
 from .space import ModelSpace
 
 __all__ = [
@@ -186,12 +186,24 @@ def _laplace_if_better(base, modes, density, n_eval, rng):
     )
 
 
+def _search(base, space, density, rng, starts, found, bar):
+    """The modes for :func:`add_missed_modes` and the search's record."""
+    if found is not None:  # the search ran before the fit: add ascents from its means
+        kept = list(found[0])
+        ascend_into(space, density, mode_starts(space, base)[1:], kept, callback=bar)
+        return sorted(kept, key=lambda m: -m.log_zeta), found[1]
+    if starts is None:
+        return search_modes(space, base, density, rng, callback=bar)
+    return find_modes(space, starts, density=density, callback=bar), {}
+
+
 def add_missed_modes(
     base,
     space: ModelSpace,
     rng,
     *,
     starts=None,
+    found=None,
     n_eval: int = 1000,
     laplace: bool = False,
     progressbar: bool = False,
@@ -209,6 +221,10 @@ def add_missed_modes(
     starts : ndarray, shape (k, d), optional
         Starting points of the ascents; default: those of
         :func:`~pymc_evidence.base.mode_search.search_modes`.
+    found : tuple, optional
+        ``(modes, search)`` of a search run before the fit
+        (:func:`~pymc_evidence.base.laplace_first.laplace_first`): only the ascents from the
+        base's means are added to it.
     n_eval : int
         Draws for each candidate's and the new mixture's importance-sampling mass.
     laplace : bool, default False
@@ -242,10 +258,7 @@ def add_missed_modes(
     """
     density = batched_logp(space)
     with progress_bar("Looking for modes the base misses", 1, enabled=progressbar) as bar:
-        if starts is None:
-            modes, search = search_modes(space, base, density, rng, callback=bar)
-        else:
-            modes, search = find_modes(space, starts, density=density, callback=bar), {}
+        modes, search = _search(base, space, density, rng, starts, found, bar)
     warn_unseen(search)
     if laplace:
         base = _laplace_if_better(base, modes, density, n_eval, rng)

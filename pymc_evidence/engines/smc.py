@@ -217,13 +217,14 @@ def _stage(kernel: Kernel, state, log_w, beta, fixed, rec):
 
 
 def _finish(kernel: Kernel, state, log_w, rec) -> State:
-    """At ``beta = 1``: resample to equal weights (if needed), then move once more."""
+    """At ``beta = 1``: resample to equal weights (if needed), then move until the copies
+    have moved apart (:meth:`~pymc_evidence.engines.smc_kernel.Kernel.refresh`)."""
     n = log_w.size
     if np.ptp(log_w) > 0:
         state = take(state, resample_indices(log_w, n, kernel.rng, kernel.settings.resampling))
         kernel.scale = spread(state.x, np.zeros(n), kernel.scale)
     rec["step_size"].append(kernel.step_size)
-    state, acc = kernel.move(state, 1.0)
+    state, acc = kernel.refresh(state, 1.0)
     rec["acceptance"].append(float(np.mean(acc)))
     rec["n_moves"].append(float(len(acc)))
     return state

@@ -31,8 +31,10 @@ from .hmc import State, hmc_step
 __all__ = [
     "DIVERGING_HALVE",
     "MAX_HALVINGS",
+    "MIN_REFRESH",
     "MOVE_BLOCK",
     "TRIAL_PARTICLES",
+    "UNMOVED_SHARE",
     "Kernel",
     "concat",
     "log_incr",
@@ -46,6 +48,11 @@ MOVE_BLOCK = 5
 #: A move in which more than this share of the trajectories diverged halves the step size
 #: at once (an inherited step far too large for the new stage, or for a narrow mode).
 DIVERGING_HALVE = 0.01
+#: The final move at ``beta = 1`` (:meth:`Kernel.refresh`) stops once all but this share of
+#: the particles have left the positions resampling gave them (and at least
+#: :data:`MIN_REFRESH` HMC steps have run; at most ``n_moves``).
+UNMOVED_SHARE = 0.01
+MIN_REFRESH = 2
 #: Particles that run the trial trajectories of :meth:`Kernel.settle`, and the most halvings.
 TRIAL_PARTICLES = 64
 MAX_HALVINGS = 10
@@ -124,6 +131,33 @@ class Kernel:
                 if _correlation(start, log_ratio(state)) <= s.decorrelation:
                     break
                 self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
+        self.particle_moves += state.x.shape[0] * len(acc)
+        return state, acc
+
+    def refresh(self, state: State, beta: float) -> tuple[State, list[float]]:
+        """HMC steps until the particles have left the positions resampling gave them.
+
+        The last move of a run: its particles already follow ``pi_beta`` (weighted, then
+        resampled), so the move only has to break up the copies resampling made. It stops
+        when at most :data:`UNMOVED_SHARE` of the particles still sit where they started,
+        after at least :data:`MIN_REFRESH` steps, at most ``n_moves``. A base close to the
+        posterior (one importance-sampling step, no intermediate stage) then costs two or
+        three steps, where ``n_moves`` would cost ten: a 20 000-row logistic regression
+        spent 90 % of its time in that move.
+        """
+        s, acc, start = self.settings, [], state.x
+        moved = np.zeros(start.shape[0], dtype=bool)
+        self.settle(state, beta)
+        while len(acc) < max(s.n_moves, MIN_REFRESH):
+            state, info = hmc_step(
+                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
+            )
+            acc.append(float(np.mean(info.acceptance)))
+            if np.mean(info.diverging) > DIVERGING_HALVE:
+                self.step_size *= 0.5
+            moved |= np.any(state.x != start, axis=1)
+            if len(acc) >= MIN_REFRESH and np.mean(~moved) <= UNMOVED_SHARE:
+                break
         self.particle_moves += state.x.shape[0] * len(acc)
         return state, acc
 
