@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 from ..base._compile import exact_float_math, resolve_backend, use_backend
 from ..base.batched_logp import backend_used
 from ..estimators.pooling import cross_check
+from ..estimators.record import with_se_floor
 from ..methods import get_method, resolve_options
 from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
@@ -146,8 +147,9 @@ def sample_evidence(
 
         For the CT methods:
 
-        - ``base`` (every method but ``"bridge"``): ``"auto"`` (default: full-rank ADVI
-          up to 30 dimensions, mean-field above), ``"advi"`` (mean-field),
+        - ``base`` (every method but ``"bridge"``): ``"auto"`` (default: the Laplace
+          Gaussian of a one-mode posterior it fits, else full-rank ADVI up to 30
+          dimensions, mean-field above), ``"advi"`` (mean-field),
           ``"fullrank_advi"``, ``"prior"`` or a fitted base from
           :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base`` (default
           eight ADVI fits from different starts, merged into one Gaussian covering every
@@ -254,7 +256,8 @@ def sample_evidence(
         results = []
         for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
             problem.method_slot = slot  # independent random numbers for each method
-            results.append(spec.run(problem, options))
+            result = spec.run(problem, options)
+            results.append(replace(result, estimate=with_se_floor(result.estimate)))
     attrs = _call_attrs(problem)
     used = backend_used(problem.model, backend)
     if used:

@@ -121,18 +121,25 @@ class Kernel:
         s, acc, start = self.settings, [], log_ratio(state)
         self.settle(state, beta)
         while len(acc) < s.max_moves:
-            state, info = hmc_step(
-                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
-            )
-            acc.append(float(np.mean(info.acceptance)))
-            if np.mean(info.diverging) > DIVERGING_HALVE:
-                self.step_size *= 0.5
+            state = self._step(state, beta, acc)
             if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
                 if _correlation(start, log_ratio(state)) <= s.decorrelation:
                     break
                 self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
         self.particle_moves += state.x.shape[0] * len(acc)
         return state, acc
+
+    def _step(self, state: State, beta: float, acc: list[float]) -> State:
+        """One HMC step of every particle; its acceptance appended to ``acc``, the step
+        size halved when more than :data:`DIVERGING_HALVE` of the trajectories diverged."""
+        state, info = hmc_step(
+            state, beta, self.density, self.step_size, self.settings.n_leapfrog, self.rng,
+            self.scale,
+        )  # fmt: skip
+        acc.append(float(np.mean(info.acceptance)))
+        if np.mean(info.diverging) > DIVERGING_HALVE:
+            self.step_size *= 0.5
+        return state
 
     def refresh(self, state: State, beta: float) -> tuple[State, list[float]]:
         """HMC steps until the particles have left the positions resampling gave them.
@@ -149,12 +156,7 @@ class Kernel:
         moved = np.zeros(start.shape[0], dtype=bool)
         self.settle(state, beta)
         while len(acc) < max(s.n_moves, MIN_REFRESH):
-            state, info = hmc_step(
-                state, beta, self.density, self.step_size, s.n_leapfrog, self.rng, self.scale
-            )
-            acc.append(float(np.mean(info.acceptance)))
-            if np.mean(info.diverging) > DIVERGING_HALVE:
-                self.step_size *= 0.5
+            state = self._step(state, beta, acc)
             moved |= np.any(state.x != start, axis=1)
             if len(acc) >= MIN_REFRESH and np.mean(~moved) <= UNMOVED_SHARE:
                 break

@@ -336,6 +336,7 @@ def smc_log_evidence(
         proxy = np.asarray(variance_proxy, dtype=float).ravel()
         if proxy.shape != log_z.shape:
             raise ValueError(f"variance_proxy has {proxy.size} values for {n} runs")
+        proxy = np.maximum(proxy, 0.0)  # rounding: -1e-17 where every weight is equal
         per_run_se = np.sqrt(proxy)
         diag["proxy_se"] = float(np.sqrt(np.mean(proxy) / n))
         se, diag["few_runs_factor"] = _pooled_se(spread_se, diag["proxy_se"], n)

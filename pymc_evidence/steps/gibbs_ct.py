@@ -15,12 +15,18 @@ from pymc.step_methods.hmc.nuts import NUTSState
 from pymc.step_methods.state import dataclass_state
 
 from ..base.fit import fit_base
-from ..base.gaussian import BaseDensity
+from ..base.gaussian import BaseDensity, GaussianBase
 from ..estimators.ct import sample_beta
 from ..transforms.tempered_draws import warn_tempered_draws
 from .tempered import OwnVariablesStep, continuous_model, initial_potential, tempered_density
 
 __all__ = ["GibbsContinuousTempering"]
+
+
+def _family(base) -> type:
+    """The kind of density graph a base needs: every Gaussian (a fit, a Laplace ``Mode``)
+    shares one, mixtures and the prior have their own."""
+    return GaussianBase if isinstance(base, GaussianBase) else type(base)
 
 
 @dataclass_state
@@ -140,7 +146,7 @@ class GibbsContinuousTempering(OwnVariablesStep, pm.NUTS):
 
     def set_base(self, base: BaseDensity) -> None:
         """Swap in a new base and ``log zeta`` (e.g. between adaptation rounds)."""
-        if type(base) is not type(self.base):
+        if _family(base) is not _family(self.base):
             raise TypeError(f"cannot swap a {type(self.base).__name__} for {type(base).__name__}")
         self._density.set_base(base)
         self.base = base
