@@ -103,7 +103,11 @@ def laplace_first(
     (stats,) = evaluate_bases(density, modes, n_eval, rng)
     if isinstance(stats, BaseFitError) or stats["is_ess"] < LAPLACE_ESS * n_eval:
         return None, found
-    short = run_advi(density, starts, fullrank=fullrank, n_steps=CHECK_STEPS, rng=rng)
+    label = f"Checking the Laplace base: {len(starts)} short ADVI fits"
+    with progress_bar(label, CHECK_STEPS, enabled=progressbar) as update:
+        short = run_advi(
+            density, starts, fullrank=fullrank, n_steps=CHECK_STEPS, rng=rng, callback=update
+        )
     if not _fits_inside(modes[0], short):
         return None, found
     info = {**modes[0].info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
