@@ -210,7 +210,7 @@ def run_advi(
     n_steps: int = 5000,
     learning_rate: float = 0.05,
     n_mc: int = 4,
-    init_scale: float = 0.1,
+    init_scale: float | np.ndarray = 0.1,
     rng: np.random.Generator,
     early_stop: bool = True,
     callback=None,
@@ -222,7 +222,8 @@ def run_advi(
     density : BatchedLogp
         From :func:`batched_logp`; called once per step at all ``R x n_mc`` points.
     starts : ndarray, shape (R, d)
-        Initial means; the initial standard deviations are ``init_scale``.
+        Initial means; the initial standard deviations are ``init_scale`` (a number, or an
+        array of shape ``(d,)`` or ``(R, d)``: per coordinate, or per fit and coordinate).
     rng : Generator
         Each step draws ``(R, n_mc, d)`` standard normals, so a seed fixes every fit.
     early_stop : bool, default True

@@ -11,10 +11,10 @@ of the mode when
 
 1. every ascent (from the initial point and the prior draws) reached the same mode;
 2. its importance-sampling ESS is at least :data:`LAPLACE_ESS` of the draws; and
-3. short ADVI fits (:data:`CHECK_STEPS` Adam steps) from the same starts as the full fit
-   all settle inside it: mean within :data:`CHECK_DISTANCE` of the mode in the Laplace
-   Gaussian's own scale, no standard deviation more than :data:`CHECK_WIDTH` times its
-   marginal one.
+3. short ADVI fits (:data:`CHECK_STEPS` Adam steps, and as many again for a fit not yet
+   there) from the same starts as the full fit all settle inside it: mean within
+   :data:`CHECK_DISTANCE` of the mode in the Laplace Gaussian's own scale, no standard
+   deviation more than :data:`CHECK_WIDTH` times its marginal one.
 
 Checks 1 and 2 are local: a narrow spike at the centre of a broad bump (Skilling's phase
 transition) passes both, and its Laplace Gaussian alone misses the bump's mass (0.105 nats
@@ -44,20 +44,57 @@ CHECK_DISTANCE = 3.0
 CHECK_WIDTH = 2.0
 
 
-def _fits_inside(mode, result) -> bool:
-    """Check 3: every successful short fit lies inside the Laplace Gaussian."""
+def _unsettled(mode, result) -> list[int] | None:
+    """Check 3 on one round of short fits: the fits not (yet) inside the Laplace Gaussian.
+
+    Returns the indices of the fits whose mean lies farther than :data:`CHECK_DISTANCE` or
+    whose width exceeds :data:`CHECK_WIDTH` times the Laplace one; None when every fit failed.
+    """
     ok = [k for k, err in enumerate(result.errors) if err is None]
     if not ok:
-        return False
-    std = mode.std
+        return None
+    out = []
     for k in ok:
         z = np.linalg.solve(mode.chol, result.means[k] - mode.mean)
         width = np.sqrt(np.sum(result.chols[k] ** 2, axis=1))
-        if not np.isfinite(z).all() or np.sqrt(z @ z) > CHECK_DISTANCE:
+        far = not np.isfinite(z).all() or np.sqrt(z @ z) > CHECK_DISTANCE
+        if far or np.any(width > CHECK_WIDTH * mode.std):
+            out.append(k)
+    return out
+
+
+def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
+    """Check 3: short ADVI fits from ``starts`` all settle inside the Laplace Gaussian.
+
+    A fit still outside after :data:`CHECK_STEPS` steps goes on once, as long again, from
+    where it stopped (its mean and marginal widths): on many rows a fit started at the
+    default width 0.1 may not have shrunk to the posterior's yet (the 20 000-row logistic
+    regression: two of eight fits at 2.0-2.2 times its width, their ELBO 1.4-2.3 nats below
+    the Laplace one), and from a far prior draw its mean may not have arrived (AR(1): one
+    fit 26 sds away). A fit on a broad component (Skilling's bump) stays there.
+    """
+    label = f"Checking the Laplace base: {len(starts)} short ADVI fits"
+    scale = 0.1
+    for _ in range(2):
+        with progress_bar(label, CHECK_STEPS, enabled=progressbar) as update:
+            fits = run_advi(
+                density,
+                starts,
+                fullrank=fullrank,
+                n_steps=CHECK_STEPS,
+                init_scale=scale,
+                rng=rng,
+                callback=update,
+            )
+        out = _unsettled(mode, fits)
+        if out is None:
             return False
-        if np.any(width > CHECK_WIDTH * std):
-            return False
-    return True
+        if not out:
+            return True
+        starts = fits.means[out]
+        scale = np.sqrt(np.sum(fits.chols[out] ** 2, axis=2))
+        label = f"Checking the Laplace base: {len(out)} fits go on"
+    return False
 
 
 def laplace_first(
@@ -103,12 +140,7 @@ def laplace_first(
     (stats,) = evaluate_bases(density, modes, n_eval, rng)
     if isinstance(stats, BaseFitError) or stats["is_ess"] < LAPLACE_ESS * n_eval:
         return None, found
-    label = f"Checking the Laplace base: {len(starts)} short ADVI fits"
-    with progress_bar(label, CHECK_STEPS, enabled=progressbar) as update:
-        short = run_advi(
-            density, starts, fullrank=fullrank, n_steps=CHECK_STEPS, rng=rng, callback=update
-        )
-    if not _fits_inside(modes[0], short):
+    if not _fits_settle(density, modes[0], starts, rng, fullrank=fullrank, progressbar=progressbar):
         return None, found
     info = {**modes[0].info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
     base = modes[0].with_values(
