@@ -61,7 +61,17 @@ from ..estimators.smc import (
 from .batched import CallCounter
 from .hmc import State, init_state
 from .records import STAGE_KEYS, SMCRunInfo
-from .smc_kernel import MOVE_BLOCK, Kernel, concat, log_incr, log_ratio, spread, take
+from .smc_kernel import (
+    MOVE_BLOCK,
+    Kernel,
+    concat,
+    log_incr,
+    log_ratio,
+    put,
+    repeats,
+    spread,
+    take,
+)
 
 __all__ = ["MOVE_BLOCK", "STAGE_KEYS", "SMCSettings", "run_resample_move"]
 
@@ -217,15 +227,21 @@ def _stage(kernel: Kernel, state, log_w, beta, fixed, rec):
 
 
 def _finish(kernel: Kernel, state, log_w, rec) -> State:
-    """At ``beta = 1``: resample to equal weights (if needed), then move until the copies
-    have moved apart (:meth:`~pymc_evidence.engines.smc_kernel.Kernel.refresh`)."""
-    n = log_w.size
+    """At ``beta = 1``: resample to equal weights (if needed), then move the copies
+    resampling made until they have moved apart
+    (:meth:`~pymc_evidence.engines.smc_kernel.Kernel.refresh`); a particle drawn once keeps
+    its place (it already follows the posterior), so equal weights move nothing."""
+    n, acc, copies = log_w.size, [], np.zeros(0, dtype=int)
     if np.ptp(log_w) > 0:
-        state = take(state, resample_indices(log_w, n, kernel.rng, kernel.settings.resampling))
+        index = resample_indices(log_w, n, kernel.rng, kernel.settings.resampling)
+        state = take(state, index)
         kernel.scale = spread(state.x, np.zeros(n), kernel.scale)
+        copies = repeats(index)
     rec["step_size"].append(kernel.step_size)
-    state, acc = kernel.refresh(state, 1.0)
-    rec["acceptance"].append(float(np.mean(acc)))
+    if copies.size:
+        moved, acc = kernel.refresh(take(state, copies), 1.0)
+        state = put(state, copies, moved)
+    rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
     rec["n_moves"].append(float(len(acc)))
     return state
 

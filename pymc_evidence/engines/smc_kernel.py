@@ -84,15 +84,41 @@ def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(a * b) / denominator) if denominator > 0 else 0.0
 
 
+_KEYS = ("x", "log_f", "log_q", "grad_f", "grad_q")
+
+
 def take(state: State, index) -> State:
     """The particles at ``index`` (resampling, trial subsets)."""
-    return State(*(getattr(state, k)[index] for k in ("x", "log_f", "log_q", "grad_f", "grad_q")))
+    return State(*(getattr(state, k)[index] for k in _KEYS))
+
+
+def put(state: State, index, part: State) -> State:
+    """``state`` with the particles at ``index`` replaced by those of ``part`` (a new state)."""
+
+    def merged(key):
+        values = getattr(state, key).copy()
+        values[index] = getattr(part, key)
+        return values
+
+    return State(*(merged(k) for k in _KEYS))
+
+
+def repeats(index: np.ndarray) -> np.ndarray:
+    """Positions in a resampled set that repeat an earlier one's parent (the copies).
+
+    >>> repeats(np.array([0, 0, 2, 3, 3, 3])).tolist()
+    [1, 4, 5]
+    """
+    index = np.asarray(index)
+    order = np.argsort(index, kind="stable")
+    copy = np.zeros(index.size, dtype=bool)
+    copy[order[1:]] = index[order[1:]] == index[order[:-1]]
+    return np.flatnonzero(copy)
 
 
 def concat(states) -> State:
     """The particles of several states, stacked (ARM's merged sets)."""
-    keys = ("x", "log_f", "log_q", "grad_f", "grad_q")
-    return State(*(np.concatenate([getattr(s, k) for s in states]) for k in keys))
+    return State(*(np.concatenate([getattr(s, k) for s in states]) for k in _KEYS))
 
 
 def spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
@@ -142,15 +168,16 @@ class Kernel:
         return state
 
     def refresh(self, state: State, beta: float) -> tuple[State, list[float]]:
-        """HMC steps until the particles have left the positions resampling gave them.
+        """HMC steps until the particles have left the positions they started from.
 
-        The last move of a run: its particles already follow ``pi_beta`` (weighted, then
-        resampled), so the move only has to break up the copies resampling made. It stops
-        when at most :data:`UNMOVED_SHARE` of the particles still sit where they started,
-        after at least :data:`MIN_REFRESH` steps, at most ``n_moves``. A base close to the
-        posterior (one importance-sampling step, no intermediate stage) then costs two or
-        three steps, where ``n_moves`` would cost ten: a 20 000-row logistic regression
-        spent 90 % of its time in that move.
+        The last move of a run, given the copies resampling made (the particles already
+        follow ``pi_beta``, weighted then resampled, so the move only has to break the
+        copies up). It stops when at most :data:`UNMOVED_SHARE` of them still sit where
+        they started, after at least :data:`MIN_REFRESH` steps, at most ``n_moves``. A base
+        close to the posterior (one importance-sampling step, no intermediate stage) then
+        costs two or three steps of a few copies, where ``n_moves`` steps of every particle
+        cost ten times the whole set: a 20 000-row logistic regression spent 90 % of its
+        time in that move.
         """
         s, acc, start = self.settings, [], state.x
         moved = np.zeros(start.shape[0], dtype=bool)
