@@ -122,6 +122,8 @@ def ascend_into(space, density, starts, kept: list[Mode], *, maxiter=500, callba
         if hits[i] < 0:
             kept.append(mode)
             hits[i] = len(kept) - 1
+    if callback is not None:  # a bar that ends full, not at (n - 1) / n
+        callback(len(starts), len(starts))
     return hits
 
 
@@ -167,6 +169,4 @@ def find_modes(
     kept: list[Mode] = []
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     ascend_into(space, density, starts, kept, maxiter=maxiter, callback=callback)
-    if callback is not None:
-        callback(len(starts), len(starts))
     return sorted(kept, key=lambda m: -m.log_zeta)

@@ -189,8 +189,10 @@ def _laplace_if_better(base, modes, density, n_eval, rng):
 def _search(base, space, density, rng, starts, found, bar):
     """The modes for :func:`add_missed_modes` and the search's record."""
     if found is not None:  # the search ran before the fit: add ascents from its means
-        kept = list(found[0])
-        ascend_into(space, density, mode_starts(space, base)[1:], kept, callback=bar)
+        kept, extra = list(found[0]), mode_starts(space, base)[1:]
+        ascend_into(space, density, extra, kept, callback=bar)
+        if bar is not None and not len(extra):
+            bar(1, 1)  # nothing more to climb: the bar ends full
         return sorted(kept, key=lambda m: -m.log_zeta), found[1]
     if starts is None:
         return search_modes(space, base, density, rng, callback=bar)
