@@ -206,6 +206,28 @@ def test_last_move_parts_the_copies(toy):
     assert np.unique(info.x).size >= (1 - UNMOVED_SHARE) * 400 - 1
 
 
+def test_last_move_moves_only_the_copies(toy):
+    """The move at beta = 1 moves the copies resampling made and nothing else: none when
+    the base is the posterior (equal weights: the particles are the base's draws), fewer
+    than every particle otherwise."""
+    model, _ = toy
+    exact = GaussianBase(np.array([0.25]), np.sqrt([[0.5]]), log_zeta=0.0, kind="moments")
+    rng = np.random.default_rng(SEED)
+    x0 = exact.sample(300, rng)
+    density = batched_log_densities(model, exact)
+    _, info = run_resample_move(density, x0, rng, SMCSettings(schedule=[0.0, 1.0]))
+    assert info.n_moves[-1] == 0 and info.n_particle_moves == 0
+    np.testing.assert_array_equal(info.x, x0)
+
+    wide = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, wide)
+    _, info = run_resample_move(
+        density, wide.sample(300, rng), rng, SMCSettings(schedule=[0.0, 1.0])
+    )
+    assert info.n_moves[-1] >= MIN_REFRESH
+    assert 0 < info.n_particle_moves < 300 * info.n_moves[-1] / 2
+
+
 def test_settings_are_checked(toy):
     for bad in (
         {"schedule": "geometric"},
