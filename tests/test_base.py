@@ -23,6 +23,7 @@ from pymc_evidence.base.advi import (
     run_advi,
 )
 from pymc_evidence.base.gaussian import moment_match
+from pymc_evidence.base.widen import DEFENSIVE, DEFENSIVE_WIDTH, WIDEN, WIDEN_BELOW
 from pymc_evidence.testing import conjugate_regression, mixture_likelihood
 
 
@@ -66,7 +67,7 @@ def fullrank_base(regression):
 @pytest.fixture(scope="module")
 def meanfield_base(regression):
     with regression[0].model:
-        return pme.fit_base("advi", n_steps=2000, random_seed=0)
+        return pme.fit_base("advi", n_steps=2000, random_seed=0, widen=False)
 
 
 def test_reference_posterior_is_correlated(regression):
@@ -108,6 +109,22 @@ def test_meanfield_std_is_the_conditional_std(regression, meanfield_base):
     assert np.all(std <= 1.05 * marginal)
     wide = marginal / conditional > 1.15
     assert np.all(std[wide] < 0.92 * marginal[wide])
+
+
+def test_a_fit_narrower_than_the_posterior_is_widened(regression, meanfield_base):
+    """The mean-field fit has the conditional stds (ESS well below half the draws); by
+    default ``fit_base`` keeps a wider copy when its importance-sampling ESS is larger, and
+    adds a defensive component twice as wide."""
+    system = regression[0]
+    with system.model:
+        wide = pme.fit_base("advi", n_steps=2000, random_seed=0)
+    assert meanfield_base.info["is_ess"] < WIDEN_BELOW * 1000
+    factor = wide.info["widened"]
+    assert factor in WIDEN and wide.kind == "advi"
+    np.testing.assert_allclose(wide.weights, [1 - DEFENSIVE, DEFENSIVE])
+    np.testing.assert_allclose(wide.chols[0], factor * meanfield_base.chol)
+    np.testing.assert_allclose(wide.chols[1], DEFENSIVE_WIDTH * factor * meanfield_base.chol)
+    assert abs(wide.log_zeta - system.log_z) < 0.1
 
 
 @pytest.mark.parametrize("which", ["fullrank", "meanfield"])
@@ -576,7 +593,7 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
     expected = prior_draws(space, DEFAULT_RESTARTS - 1, rng.integers(2**31))
     np.testing.assert_array_equal(seen["starts"][1:], expected)
     b = pme.fit_base("advi", n_steps=300, random_seed=3, model=model)
-    np.testing.assert_array_equal(a.mean, b.mean)
-    np.testing.assert_array_equal(a.chol, b.chol)
+    for left, right in zip(a.moments(), b.moments(), strict=True):  # widened or not
+        np.testing.assert_array_equal(left, right)
     assert a.log_zeta == b.log_zeta and a.elbo == b.elbo
     assert a.info["n_pooled"] == DEFAULT_RESTARTS  # one mode: every restart is a duplicate

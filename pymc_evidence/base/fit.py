@@ -23,6 +23,7 @@ from .mixture import MixtureBase
 from .modes import add_missed_modes, mixture_of
 from .prior import PriorBase, prior_draws
 from .space import model_space
+from .widen import widen_light_base
 
 __all__ = ["BASE_METHODS", "COMBINE_METHODS", "DEFAULT_RESTARTS", "fit_base", "prior_draws"]
 
@@ -187,6 +188,7 @@ def fit_base(
     modes: bool = True,
     laplace: bool = False,
     laplace_first: bool = False,
+    widen: bool = True,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -245,6 +247,13 @@ def fit_base(
         :func:`~pymc_evidence.base.laplace_first.laplace_first`). ``base="auto"`` does
         this: on a regression, a logistic regression or a Gaussian-like time series the
         fit's thousands of steps buy nothing.
+    widen : bool, default True
+        A fitted base whose importance-sampling ESS is below
+        :data:`~pymc_evidence.base.widen.WIDEN_BELOW` of ``n_eval`` draws is also tried
+        with wider standard deviations, and the one with the largest ESS is kept
+        (``info["widened"]``; :func:`~pymc_evidence.base.widen.widen_light_base`): ADVI's
+        fits are narrower than the posterior, and a path from a base lighter-tailed than
+        the posterior falls short. False returns the fit as ADVI found it.
 
     Returns
     -------
@@ -316,12 +325,15 @@ def fit_base(
             progressbar=progressbar,
             modes=modes,
             laplace=laplace,
+            widen=widen,
         )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     base = _combined(fits, space, combine, n_eval, rng)
-    if not modes:
+    if modes:
+        base = add_missed_modes(
+            base, space, rng, found=found, n_eval=n_eval, laplace=laplace, progressbar=progressbar
+        )
+    if not widen:
         return base
-    return add_missed_modes(
-        base, space, rng, found=found, n_eval=n_eval, laplace=laplace, progressbar=progressbar
-    )
+    return widen_light_base(base, batched_logp(space), n_eval, rng)

@@ -41,6 +41,7 @@ from .laplace import Mode, ascend_into, find_modes
 from .mixture import MixtureBase
 from .mode_search import mode_starts, search_modes, warn_unseen
 from .space import ModelSpace
+from .widen import widest_better
 
 __all__ = [
     "COVERAGE_GAP",
@@ -57,10 +58,6 @@ COVERAGE_GAP = 3.0
 MIN_SHARE = 0.01
 #: ... and its importance-sampling mass is within this many nats of its Laplace mass.
 MASS_AGREEMENT = 2.0
-#: A missed mode whose Laplace Gaussian has an importance-sampling ESS below this share of
-#: the draws is also tried with its standard deviations times each of :data:`WIDEN`.
-WIDEN_BELOW = 0.5
-WIDEN = (1.5, 2.0)
 
 
 def coverage_gap(mode: Mode, base) -> float:
@@ -132,22 +129,16 @@ def mixture_of(components, log_masses, space, density, n_eval, rng, info) -> Mix
 
 
 def _better_fits(modes, stats, density, n_eval, rng):
-    """Each mode's Gaussian and its importance-sampling stats; where the Laplace Gaussian's
-    ESS is below :data:`WIDEN_BELOW` of the draws, the widest of :data:`WIDEN` that does
-    better (a mode pressed against a bounded prior's edge has an exponential tail in the
-    unconstrained coordinates, which the Laplace Gaussian's is far too light for: its ESS
-    on the egg-box's edge modes was 8-70 %, and a too-light component gives the paths
-    started from the base heavy-tailed weights)."""
-    out = []
-    for mode, stat in zip(modes, stats, strict=True):
-        if not isinstance(stat, BaseFitError) and stat["is_ess"] < WIDEN_BELOW * n_eval:
-            wider = [mode.with_values(chol=factor * mode.chol) for factor in WIDEN]
-            wider_stats = evaluate_bases(density, wider, n_eval, rng)
-            for cand, cand_stat in zip(wider, wider_stats, strict=True):
-                if not isinstance(cand_stat, BaseFitError) and cand_stat["is_ess"] > stat["is_ess"]:
-                    mode, stat = cand, cand_stat
-        out.append((mode, stat))
-    return out
+    """Each mode's Gaussian and its importance-sampling stats, widened where a wider one
+    does better (:func:`~pymc_evidence.base.widen.widest_better`): a mode pressed against a
+    bounded prior's edge has an exponential tail in the unconstrained coordinates, which the
+    Laplace Gaussian's is far too light for (its ESS on the egg-box's edge modes was
+    8-70 %), and a too-light component gives the paths started from the base heavy-tailed
+    weights."""
+    return [
+        widest_better(mode, stat, density, n_eval, rng)[:2]
+        for mode, stat in zip(modes, stats, strict=True)
+    ]
 
 
 def _credible(modes, base, density, n_eval, rng) -> list[Mode]:

@@ -1,0 +1,141 @@
+"""Bases too narrow for the posterior, widened and given a defensive component.
+
+ADVI minimizes ``KL(q || p)``, and a Laplace Gaussian matches a mode's curvature: both can be
+narrower than the posterior they stand for, and a tempering path from a base lighter-tailed
+than the posterior anneals towards mass its particles never held. The weights of the runs
+become heavy-tailed, the estimate falls short, and the spread of the runs does not show it.
+
+Measured on a Poisson change point whose data barely show the switch (30 counts, the
+switchpoint summed out): the posterior of the two log rates is a cross, one arm per end of
+the series, each with the exponential tail of a rate left to its prior. The full-rank fit
+covers the middle (importance-sampling ESS 5 % of the draws). The default (SMC) over seeds
+1-10, error / se:
+
+- from the fit: -2.9, -2.2, -9.2, -3.5, +0.7, -15.2, -6.2, -1.3, -0.7, -14.5 (±2 se
+  coverage 0.3; errors down to -0.275);
+- from the best of the fit 1.5 and 2 times wider: coverage 0.7, errors down to -0.112;
+- from that widened Gaussian plus a defensive copy twice as wide (weight 0.2): coverage
+  1.0, errors within 0.042, se 0.014-0.038.
+
+:func:`widest_better` tries a base whose ESS is below :data:`WIDEN_BELOW` of the draws at
+each of :data:`WIDEN` times its standard deviations and keeps the one with the largest ESS.
+Where the base is too narrow, a wider one has the larger ESS; where it is not, or in many
+dimensions (a 1.5 times wider Gaussian in 300 dimensions has almost no ESS at all), the base
+stays as it was. :func:`widen_light_base` adds the defensive component to a widened
+Gaussian: a base found too narrow once is likely too light in its tails as well, which its
+ESS on a thousand draws cannot show.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .advi import BaseFitError, evaluate_bases
+from .gaussian import GaussianBase
+from .mixture import MixtureBase
+
+__all__ = [
+    "DEFENSIVE",
+    "DEFENSIVE_WIDTH",
+    "WIDEN",
+    "WIDEN_BELOW",
+    "widen_light_base",
+    "widest_better",
+]
+
+#: A base whose importance-sampling ESS is below this share of the draws is also tried with
+#: its standard deviations times each of :data:`WIDEN`.
+WIDEN_BELOW = 0.5
+WIDEN = (1.5, 2.0)
+#: Weight and relative width of the defensive component of a widened Gaussian.
+DEFENSIVE = 0.2
+DEFENSIVE_WIDTH = 2.0
+
+
+def scaled(base, factor: float):
+    """``base`` with every standard deviation times ``factor`` (the same mean or means)."""
+    if isinstance(base, MixtureBase):
+        return base.with_values(chols=factor * base.chols)
+    return base.with_values(chol=factor * base.chol)
+
+
+def widest_better(base, stat, density, n_eval: int, rng: np.random.Generator):
+    """``(base, stat, 1.0)``, or a wider base, its statistics and its factor when that one's
+    ESS is larger.
+
+    Parameters
+    ----------
+    base : GaussianBase or MixtureBase
+    stat : dict or BaseFitError
+        ``base``'s importance-sampling statistics
+        (:func:`~pymc_evidence.base.advi.evaluate_bases`).
+    density : BatchedLogp
+    n_eval : int
+        Draws of each wider candidate.
+    rng : numpy.random.Generator
+        Drawn from only when the base's ESS is below :data:`WIDEN_BELOW` of ``n_eval``.
+    """
+    if isinstance(stat, BaseFitError) or stat["is_ess"] >= WIDEN_BELOW * n_eval:
+        return base, stat, 1.0
+    wider = [scaled(base, factor) for factor in WIDEN]
+    best = (base, stat, 1.0)
+    for cand, cand_stat, factor in zip(
+        wider, evaluate_bases(density, wider, n_eval, rng), WIDEN, strict=True
+    ):
+        if not isinstance(cand_stat, BaseFitError) and cand_stat["is_ess"] > best[1]["is_ess"]:
+            best = (cand, cand_stat, factor)
+    return best
+
+
+def _defended(wide, density, n_eval, rng):
+    """``(1 - DEFENSIVE) wide + DEFENSIVE (2 wide)`` with its importance-sampling stats."""
+    mix = MixtureBase.from_components(
+        [wide, scaled(wide, DEFENSIVE_WIDTH)],
+        np.log([1.0 - DEFENSIVE, DEFENSIVE]),
+        log_zeta=0.0,
+        kind=wide.kind,
+        names=wide.names,
+        sizes=wide.sizes,
+    )
+    (stat,) = evaluate_bases(density, [mix], n_eval, rng)
+    return mix, stat
+
+
+def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
+    """A fitted base, widened when a wider one has the larger importance-sampling ESS.
+
+    ``base.info["is_ess"]`` (set by the fit) decides whether wider bases are tried at all.
+    A widened Gaussian also gets a defensive component: the base becomes the mixture of the
+    widened Gaussian (weight ``1 -`` :data:`DEFENSIVE`) and a copy :data:`DEFENSIVE_WIDTH`
+    times wider, which reaches into tails no Gaussian of the fit's shape has (a widened
+    mixture is widened only). The result gets its own importance-sampling ``log_zeta``,
+    ELBO and ESS, the fit's ``kind``, and ``info["widened"]`` the factor. Bases other than
+    Gaussians and their mixtures (the prior) are returned as they are.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_evidence.base import model_space
+    >>> from pymc_evidence.base.batched_logp import batched_logp
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x", 0.0, 1.0)
+    >>> narrow = GaussianBase(np.zeros(1), np.array([[0.5]]), 0.0, "advi", info={"is_ess": 10})
+    >>> wide = widen_light_base(narrow, batched_logp(model_space(model)), 1000,
+    ...                         np.random.default_rng(0))
+    >>> wide.info["widened"], np.round(wide.chols.ravel(), 2), np.round(wide.weights, 2)
+    (2.0, array([1., 2.]), array([0.8, 0.2]))
+    """
+    ess = base.info.get("is_ess") if isinstance(base, GaussianBase | MixtureBase) else None
+    if ess is None or ess >= WIDEN_BELOW * n_eval:
+        return base
+    wide, stat, factor = widest_better(base, {"is_ess": float(ess)}, density, n_eval, rng)
+    if factor == 1.0:
+        return base
+    if isinstance(wide, GaussianBase):
+        wide, stat = _defended(wide, density, n_eval, rng)
+    return wide.with_values(
+        log_zeta=stat["log_is"],
+        elbo=stat["elbo"],
+        elbo_se=stat["elbo_se"],
+        info={**base.info, **stat, "widened": factor},
+    )
