@@ -109,7 +109,9 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
     widened Gaussian (weight ``1 -`` :data:`DEFENSIVE`) and a copy :data:`DEFENSIVE_WIDTH`
     times wider, which reaches into tails no Gaussian of the fit's shape has (a widened
     mixture is widened only). The result gets its own importance-sampling ``log_zeta``,
-    ELBO and ESS, the fit's ``kind``, and ``info["widened"]`` the factor. Bases other than
+    ELBO and ESS, the fit's ``kind``, ``info["widened"]`` the factor and
+    ``info["unwidened"]`` the fit itself (for the NUTS-tempering methods, see
+    :attr:`~pymc_evidence.problem.EvidenceProblem.tempering_base`). Bases other than
     Gaussians and their mixtures (the prior) are returned as they are.
 
     Examples
@@ -137,5 +139,5 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
         log_zeta=stat["log_is"],
         elbo=stat["elbo"],
         elbo_se=stat["elbo_se"],
-        info={**base.info, **stat, "widened": factor},
+        info={**base.info, **stat, "widened": factor, "unwidened": base},
     )

@@ -21,11 +21,12 @@ _LOGISTIC_VAR = np.pi**2 / 3.0
 
 
 def initvals_from_base(problem, chains: int, *, with_u: bool) -> list[dict]:
-    """One starting point per chain, each an exact base draw (seeded by stream ``"init"``);
-    ``with_u`` adds a standard logistic start for the CT variable ``ct_u``."""
+    """One starting point per chain, each an exact draw of the fit the NUTS methods use
+    (:attr:`~pymc_evidence.problem.EvidenceProblem.tempering_base`, seeded by stream
+    ``"init"``); ``with_u`` adds a standard logistic start for the CT variable ``ct_u``."""
     rng = problem.rng("init")
     points = []
-    for x in problem.base_draws(chains, rng):
+    for x in problem.tempering_base.sample(chains, rng):
         point = problem.space.constrain(x)
         if with_u:
             point["ct_u"] = np.asarray(rng.logistic())

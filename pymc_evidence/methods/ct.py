@@ -61,7 +61,7 @@ class _JointSampler:
     own with the base's mass matrix and a log density compiled once, or another backend)."""
 
     def __init__(self, problem, options):
-        self.problem, self.base = problem, problem.base
+        self.problem, self.base = problem, problem.tempering_base
         # PyMC's NUTS unless the user names another: it reuses one compiled density across
         # the adaptation rounds, where nutpie compiles the extended model for every round
         # (measured on a 5-d regression: 12 s with PyMC's, 21-30 s with nutpie).
@@ -109,7 +109,7 @@ class _GibbsSampler:
     """Runs the Gibbs-CT step method on the model itself (PyMC's sampler only)."""
 
     def __init__(self, problem, options):
-        self.problem, self.base = problem, problem.base
+        self.problem, self.base = problem, problem.tempering_base
         sampling = problem.sampling
         problem.nuts_used.add("pymc")
         self.step = GibbsContinuousTempering(
@@ -168,7 +168,7 @@ def _adapt(sampler, options, seeds):
 
 
 def _run(problem, options, form) -> MethodResult:
-    initial_kind = problem.base.kind
+    initial_kind = problem.tempering_base.kind
     sampler = (_JointSampler if form == "joint" else _GibbsSampler)(problem, options)
     seeds = problem.seed_of("method").generate_state(options["adapt_rounds"] + 1) >> 1
     base, rounds = _adapt(sampler, options, [int(s) for s in seeds[:-1]])

@@ -31,7 +31,7 @@ def run(problem, options: dict) -> MethodResult:
     sampling = problem.sampling
     problem.nuts_used.add("pymc")
     step = SimulatedTempering(
-        base=problem.base,
+        base=problem.tempering_base,
         potentials=problem.potentials,
         model=problem.model,
         warn_tempered=False,  # the trace is read by st_parts below
@@ -42,7 +42,7 @@ def run(problem, options: dict) -> MethodResult:
     )
     raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"))
     est, groups, layout, attrs = st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
-    return MethodResult(with_base_weights_se(est, problem.base), groups, layout, attrs)
+    return MethodResult(with_base_weights_se(est, problem.tempering_base), groups, layout, attrs)
 
 
 SPEC = MethodSpec(
