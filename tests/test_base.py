@@ -24,6 +24,7 @@ from pymc_evidence.base.advi import (
 )
 from pymc_evidence.base.gaussian import moment_match
 from pymc_evidence.base.widen import DEFENSIVE, DEFENSIVE_WIDTH, WIDEN, WIDEN_BELOW
+from pymc_evidence.problem import EvidenceProblem
 from pymc_evidence.testing import conjugate_regression, mixture_likelihood
 
 
@@ -125,6 +126,19 @@ def test_a_fit_narrower_than_the_posterior_is_widened(regression, meanfield_base
     np.testing.assert_allclose(wide.chols[0], factor * meanfield_base.chol)
     np.testing.assert_allclose(wide.chols[1], DEFENSIVE_WIDTH * factor * meanfield_base.chol)
     assert abs(wide.log_zeta - system.log_z) < 0.1
+
+
+def test_nuts_tempering_methods_keep_the_fit(regression):
+    """The particle methods start from the widened base; ``ct``, ``gibbs_ct`` and ``st``
+    (and the NUTS chains' starting points) from the fit itself, a Gaussian ``ct`` can refit."""
+    problem = EvidenceProblem.build(
+        regression[0].model, random_seed=0, base="advi", base_kwargs={"n_steps": 2000}
+    )
+    assert problem.base.info["widened"] in WIDEN
+    fit = problem.tempering_base
+    assert isinstance(fit, GaussianBase) and "widened" not in fit.info
+    assert fit is problem.base.info["unwidened"]
+    np.testing.assert_allclose(problem.base.chols[0], problem.base.info["widened"] * fit.chol)
 
 
 @pytest.mark.parametrize("which", ["fullrank", "meanfield"])
