@@ -249,16 +249,11 @@ class EvidenceProblem:
 
     @property
     def tempering_base(self):
-        """The base of the NUTS-tempering methods (``ct``, ``gibbs_ct``, ``st``): the fit
-        itself where :attr:`base` is its widened copy
-        (:func:`~pymc_evidence.base.widen.widen_light_base`).
-
-        Their NUTS chains move through the whole extended space, so a narrow base costs
-        them little, while the widened base's defensive mixture is one that ``ct``'s
-        rounds cannot refit to the posterior's moments: on the latent GP (seed 1) ``ct``
-        was +0.329 +- 0.083 and ``st`` -0.212 +- 0.142 from the widened base, -0.015 +-
-        0.079 and -0.003 +- 0.067 from the fit.
-        """
+        """The base of ``ct``, ``gibbs_ct`` and ``st``: the fit itself where :attr:`base`
+        is its widened copy (:func:`~pymc_evidence.base.widen.widen_light_base`). Their NUTS
+        chains cross the extended space, and ``ct``'s rounds cannot refit a defended
+        mixture: on the latent GP ``ct`` was +0.329 +- 0.083 from it, -0.015 +- 0.079 from
+        the fit."""
         info = getattr(self.base, "info", {})
         return info.get("unwidened", self.base)
 
