@@ -8,6 +8,7 @@ Carlo draw, then one batched evaluation of all fits' fresh importance-sampling e
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -25,7 +26,14 @@ from .prior import PriorBase, prior_draws
 from .space import model_space
 from .widen import widen_light_base
 
-__all__ = ["BASE_METHODS", "COMBINE_METHODS", "DEFAULT_RESTARTS", "fit_base", "prior_draws"]
+__all__ = [
+    "BASE_METHODS",
+    "COMBINE_METHODS",
+    "DEFAULT_RESTARTS",
+    "better_base",
+    "fit_base",
+    "prior_draws",
+]
 
 BASE_METHODS = ("advi", "fullrank_advi", "prior")
 #: How distinct ADVI restarts are combined: one moment-matched Gaussian, or a mixture.
@@ -189,6 +197,7 @@ def fit_base(
     laplace: bool = False,
     laplace_first: bool = False,
     widen: bool = True,
+    also_fullrank: bool = False,
 ) -> GaussianBase | MixtureBase | PriorBase:
     """Fit the normalized base density of a tempering path.
 
@@ -254,6 +263,10 @@ def fit_base(
         (``info["widened"]``; :func:`~pymc_evidence.base.widen.widen_light_base`): ADVI's
         fits are narrower than the posterior, and a path from a base lighter-tailed than
         the posterior falls short. False returns the fit as ADVI found it.
+    also_fullrank : bool, default False
+        With ``method="advi"``: also fit full-rank ADVI (failures are silent) and keep the
+        better base (:func:`better_base`); ``base="auto"`` does so from 31 to 100 dimensions
+        (a latent GP's hyperparameters and values are correlated: mean-field drops it).
 
     Returns
     -------
@@ -329,11 +342,58 @@ def fit_base(
         )
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
-    base = _combined(fits, space, combine, n_eval, rng)
-    if modes:
-        base = add_missed_modes(
-            base, space, rng, found=found, n_eval=n_eval, laplace=laplace, progressbar=progressbar
-        )
-    if not widen:
-        return base
-    return widen_light_base(base, batched_logp(space), n_eval, rng)
+    finish = _Finish(space, combine, n_eval, modes, found, widen, progressbar)
+    base = finish(fits, rng, laplace=laplace)
+    if also_fullrank and not fullrank:
+        full, _ = _fit_restarts(space, np.array(starts), True, 6000, learning_rate, n_eval, rng,
+                                progressbar)  # fmt: skip
+        if full:
+            base = better_base(base, finish(full, rng, laplace=False))
+    return base
+
+
+#: :func:`better_base` trusts an ELBO known to within this many nats (its Monte Carlo se).
+ELBO_SE_MAX = 10.0
+
+
+def better_base(fit, other):
+    """``other`` where it beats ``fit`` on both the ELBO of the fit before any widening and
+    the importance-sampling evidence ``log_zeta``, else ``fit``; the kept base's
+    ``info["other_log_zeta"]`` records the one not kept.
+
+    Both ``log_zeta`` are biased low by as much as the base misses of the posterior. A
+    diverged fit has one huge weight (full-rank ADVI, 89-d radon intercepts: ELBOs 1e59 to
+    1e153, truth -1063), so ``other``'s ELBO must be within :data:`ELBO_SE_MAX` nats.
+    """
+    a, b = (base.info.get("unwidened", base) for base in (fit, other))
+    better = (
+        b.elbo_se < ELBO_SE_MAX and other.log_zeta > fit.log_zeta and not b.elbo <= a.elbo
+    )  # a NaN ELBO of ``fit`` (a Laplace or mixture base) does not stop a better ``other``
+    keep, drop = (other, fit) if better else (fit, other)
+    info = {**keep.info, "other_log_zeta": float(drop.log_zeta), "other_kind": drop.kind}
+    return keep.with_values(info=info)
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """What ``fit_base`` does with the successful ADVI fits of one kind: duplicates
+    pooled and distinct fits combined, missed modes added, a too-light base widened."""
+
+    space: object
+    combine: str
+    n_eval: int
+    modes: bool
+    found: object
+    widen: bool
+    progressbar: bool
+
+    def __call__(self, fits, rng, *, laplace):
+        base = _combined(fits, self.space, self.combine, self.n_eval, rng)
+        if self.modes:
+            base = add_missed_modes(
+                base, self.space, rng, found=self.found, n_eval=self.n_eval, laplace=laplace,
+                progressbar=self.progressbar,
+            )  # fmt: skip
+        if not self.widen:
+            return base
+        return widen_light_base(base, batched_logp(self.space), self.n_eval, rng)
