@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """The default method over ten seeds on models with known log Z: ±2 se coverage and errors.
 
-Models are the names of ``first_call_models.MODELS`` or of ``pymc_evidence.testing``
-factories (``egg_box``, ``gaussian_shells``, ...). One process; the first seed pays the
-compilation. Run from the repository root::
+Models are the names of ``first_call_models.MODELS``, ``more_models.MODELS`` or of
+``pymc_evidence.testing`` factories (``egg_box``, ``gaussian_shells``, ...). One process;
+the first seed pays the compilation. Run from the repository root::
 
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_2,mixture_3,egg_box
 """
@@ -20,11 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def model_and_truth(name: str):
-    """``(model, log_z)`` of a benchmark model or a ``pymc_evidence.testing`` system."""
+    """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``) or a
+    ``pymc_evidence.testing`` system."""
     from first_call_models import MODELS
+    from more_models import MODELS as MORE
 
-    if name in MODELS:
-        return MODELS[name]()
+    if name in MODELS or name in MORE:
+        return {**MODELS, **MORE}[name]()
     import pymc_evidence.testing as systems
 
     system = getattr(systems, name)()

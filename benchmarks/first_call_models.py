@@ -275,7 +275,7 @@ def gp_latent(n: int = 20, noise: float = 0.3):
 def dirichlet_multinomial(k: int = 4, m: int = 6, trials: int = 20):
     """``p ~ Dirichlet(1)``, ``m`` multinomial count vectors of ``trials``: closed form."""
     rng = np.random.default_rng(8)
-    counts = rng.multinomial(trials, [0.1, 0.2, 0.3, 0.4][:k], size=m)
+    counts = rng.multinomial(trials, np.arange(1, k + 1) / (k * (k + 1) / 2), size=m)
     alpha = np.ones(k)
     with pm.Model() as model:
         p = pm.Dirichlet("p", alpha)

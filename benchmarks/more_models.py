@@ -1,0 +1,115 @@
+"""More model kinds users write, each with a log Z computed here with scipy/numpy alone.
+
+The companions of ``first_call_models.py`` for accuracy sweeps (``default_coverage.py``
+takes their names too): a latent random walk, a hierarchy written non-centred by hand, a
+heavy-tailed regression, a regression with 50 000 rows, a 10-category simplex, and larger
+latent GPs and mixtures than the first-call benchmark's. Every builder returns
+``(model, log_z)``; run this file to print each truth::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/more_models.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from first_call_models import _quad_log, dirichlet_multinomial, gp_latent, mixture
+from scipy import integrate, stats
+
+
+def random_walk(T: int = 60, noise: float = 0.3):
+    """``x ~ GaussianRandomWalk(s)`` (``N(0, 1)`` start), ``s ~ HalfNormal(0.5)``,
+    ``y ~ N(x, noise)``: ``y | s`` is Gaussian with covariance ``1 + s² min(i, j) +
+    noise² I``; ``s`` by adaptive quadrature."""
+    rng = np.random.default_rng(21)
+    y = np.cumsum(rng.normal(0, 0.3, T)) + rng.normal(0, noise, T)
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 0.5)
+        x = pm.GaussianRandomWalk("x", sigma=s, init_dist=pm.Normal.dist(0, 1), steps=T - 1)
+        pm.Normal("y", x, noise, observed=y)
+    steps = np.minimum.outer(np.arange(T), np.arange(T))
+
+    def log_f(s):
+        cov = 1.0 + s**2 * steps + noise**2 * np.eye(T)
+        return stats.multivariate_normal(np.zeros(T), cov).logpdf(y) + stats.halfnorm.logpdf(
+            s, scale=0.5
+        )
+
+    return model, _quad_log(log_f, 1e-9, 3.0)
+
+
+def noncentred_hierarchy(J: int = 500):
+    """``theta = mu + tau * eta`` written by hand, ``eta ~ N(0, 1)``, ``mu ~ N(0, 5)``,
+    ``tau ~ HalfNormal(5)``, known noise: ``mu`` and ``eta`` integrate in closed form,
+    ``tau`` by adaptive quadrature."""
+    rng = np.random.default_rng(4)
+    sigma = rng.uniform(2.0, 6.0, J)
+    y = rng.normal(rng.normal(3.0, 2.0, J), sigma)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfNormal("tau", 5.0)
+        eta = pm.Normal("eta", 0.0, 1.0, shape=J)
+        pm.Normal("y", mu + tau * eta, sigma, observed=y)
+
+    def log_f(tau):  # y | tau ~ N(0, diag(sigma^2 + tau^2) + 25 11^T)
+        v = sigma**2 + tau**2
+        a, b = np.sum(1.0 / v), np.sum(y / v)
+        log_lik = -0.5 * np.sum(np.log(2 * np.pi * v) + y**2 / v)
+        log_lik += -0.5 * np.log1p(25.0 * a) + 0.5 * b**2 / (a + 1.0 / 25.0)
+        return log_lik + stats.halfnorm.logpdf(tau, scale=5.0)
+
+    return model, _quad_log(log_f, 0.0, 40.0)
+
+
+def student_t(n: int = 40):
+    """``y ~ StudentT(3, a + b x, 1)``, ``a, b ~ N(0, 2)``: Simpson's rule on a 2-D grid."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2, 2, n)
+    y = 0.5 + 1.2 * x + rng.standard_t(3, n)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 2)
+        pm.StudentT("y", nu=3, mu=a + b * x, sigma=1.0, observed=y)
+    ga, gb = np.linspace(-2, 3, 1001), np.linspace(-0.5, 3, 1001)
+    A, B = np.meshgrid(ga, gb, indexing="ij")
+    log_f = stats.norm.logpdf(A, 0, 2) + stats.norm.logpdf(B, 0, 2)
+    for xi, yi in zip(x, y, strict=True):
+        log_f += stats.t.logpdf(yi, 3, A + B * xi, 1.0)
+    top = log_f.max()
+    inner = integrate.simpson(np.exp(log_f - top), x=gb, axis=1)
+    return model, float(top + np.log(integrate.simpson(inner, x=ga)))
+
+
+def many_rows(n: int = 50_000, d: int = 8):
+    """Linear regression, known noise 1, ``beta ~ N(0, I)``: ``y ~ N(0, I + X X^T)``, its
+    determinant and quadratic form by the matrix determinant lemma and Woodbury."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + rng.normal(size=n)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        pm.Normal("y", X @ beta, 1.0, observed=y)
+    inner = np.eye(d) + X.T @ X
+    xty = X.T @ y
+    quad = y @ y - xty @ np.linalg.solve(inner, xty)
+    log_z = -0.5 * (n * np.log(2 * np.pi) + np.linalg.slogdet(inner)[1] + quad)
+    return model, float(log_z)
+
+
+MODELS = {
+    "random_walk_60": random_walk,
+    "noncentred_500": noncentred_hierarchy,
+    "student_t": student_t,
+    "rows_50k": many_rows,
+    "simplex_10": lambda: dirichlet_multinomial(k=10, m=5, trials=30),
+    "gp_latent_30": lambda: gp_latent(n=30),
+    "gp_latent_40": lambda: gp_latent(n=40),
+    "mixture_4": lambda: mixture(k=4, n=9),
+}
+
+
+if __name__ == "__main__":
+    for name, build in MODELS.items():
+        model, log_z = build()
+        print(f"{name:16s} d={sum(v.size for v in model.initial_point().values()):4d} "
+              f"log Z = {log_z:.4f}")  # fmt: skip
