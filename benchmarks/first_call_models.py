@@ -20,15 +20,18 @@ from scipy import integrate, special, stats
 
 
 def regression(d: int = 5, n: int = 50):
-    """Linear regression, known noise: ``y ~ N(0, I + X X^T)`` marginally."""
+    """Linear regression, known noise: ``y ~ N(0, I + X X^T)`` marginally, its determinant
+    and quadratic form by the matrix determinant lemma and Woodbury (any number of rows)."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(n, d))
     y = X @ rng.normal(size=d) + rng.normal(size=n)
     with pm.Model() as model:
         beta = pm.Normal("beta", 0.0, 1.0, shape=d)
         pm.Normal("y", X @ beta, 1.0, observed=y)
-    log_z = stats.multivariate_normal(np.zeros(n), np.eye(n) + X @ X.T).logpdf(y)
-    return model, float(log_z)
+    inner = np.eye(d) + X.T @ X
+    xty = X.T @ y
+    quad = y @ y - xty @ np.linalg.solve(inner, xty)
+    return model, float(-0.5 * (n * np.log(2 * np.pi) + np.linalg.slogdet(inner)[1] + quad))
 
 
 def _logistic_data(n, d):
@@ -84,17 +87,21 @@ def logistic(n: int = 20000, d: int = 6):
 # Hierarchies
 
 
-def hierarchy(J: int = 300):
-    """Centred Gaussian hierarchy with known scales: ``theta_j ~ N(mu, tau)``,
-    ``mu ~ N(0, 5)``, ``tau ~ HalfNormal(5)``; ``mu`` and ``theta`` integrate in closed
-    form, ``tau`` by adaptive quadrature."""
+def hierarchy(J: int = 300, centred: bool = True):
+    """Gaussian hierarchy with known scales: ``theta_j ~ N(mu, tau)`` (``centred=False``:
+    ``theta = mu + tau * eta``, ``eta ~ N(0, 1)``, written so by hand), ``mu ~ N(0, 5)``,
+    ``tau ~ HalfNormal(5)``; ``mu`` and ``theta`` integrate in closed form, ``tau`` by
+    adaptive quadrature."""
     rng = np.random.default_rng(4)
     sigma = rng.uniform(2.0, 6.0, J)
     y = rng.normal(rng.normal(3.0, 2.0, J), sigma)
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 5.0)
         tau = pm.HalfNormal("tau", 5.0)
-        theta = pm.Normal("theta", mu, tau, shape=J)
+        if centred:
+            theta = pm.Normal("theta", mu, tau, shape=J)
+        else:
+            theta = mu + tau * pm.Normal("eta", 0.0, 1.0, shape=J)
         pm.Normal("y", theta, sigma, observed=y)
 
     def log_lik(tau):  # y | tau ~ N(0, diag(sigma^2 + tau^2) + 25 11^T)

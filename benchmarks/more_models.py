@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-from first_call_models import _quad_log, dirichlet_multinomial, gp_latent, mixture
+from first_call_models import (
+    _quad_log,
+    dirichlet_multinomial,
+    gp_latent,
+    hierarchy,
+    mixture,
+    regression,
+)
 from scipy import integrate, stats
 
 
@@ -38,29 +45,6 @@ def random_walk(T: int = 60, noise: float = 0.3):
     return model, _quad_log(log_f, 1e-9, 3.0)
 
 
-def noncentred_hierarchy(J: int = 500):
-    """``theta = mu + tau * eta`` written by hand, ``eta ~ N(0, 1)``, ``mu ~ N(0, 5)``,
-    ``tau ~ HalfNormal(5)``, known noise: ``mu`` and ``eta`` integrate in closed form,
-    ``tau`` by adaptive quadrature."""
-    rng = np.random.default_rng(4)
-    sigma = rng.uniform(2.0, 6.0, J)
-    y = rng.normal(rng.normal(3.0, 2.0, J), sigma)
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 5.0)
-        tau = pm.HalfNormal("tau", 5.0)
-        eta = pm.Normal("eta", 0.0, 1.0, shape=J)
-        pm.Normal("y", mu + tau * eta, sigma, observed=y)
-
-    def log_f(tau):  # y | tau ~ N(0, diag(sigma^2 + tau^2) + 25 11^T)
-        v = sigma**2 + tau**2
-        a, b = np.sum(1.0 / v), np.sum(y / v)
-        log_lik = -0.5 * np.sum(np.log(2 * np.pi * v) + y**2 / v)
-        log_lik += -0.5 * np.log1p(25.0 * a) + 0.5 * b**2 / (a + 1.0 / 25.0)
-        return log_lik + stats.halfnorm.logpdf(tau, scale=5.0)
-
-    return model, _quad_log(log_f, 0.0, 40.0)
-
-
 def student_t(n: int = 40):
     """``y ~ StudentT(3, a + b x, 1)``, ``a, b ~ N(0, 2)``: Simpson's rule on a 2-D grid."""
     rng = np.random.default_rng(5)
@@ -80,27 +64,11 @@ def student_t(n: int = 40):
     return model, float(top + np.log(integrate.simpson(inner, x=ga)))
 
 
-def many_rows(n: int = 50_000, d: int = 8):
-    """Linear regression, known noise 1, ``beta ~ N(0, I)``: ``y ~ N(0, I + X X^T)``, its
-    determinant and quadratic form by the matrix determinant lemma and Woodbury."""
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(n, d))
-    y = X @ rng.normal(size=d) + rng.normal(size=n)
-    with pm.Model() as model:
-        beta = pm.Normal("beta", 0, 1, shape=d)
-        pm.Normal("y", X @ beta, 1.0, observed=y)
-    inner = np.eye(d) + X.T @ X
-    xty = X.T @ y
-    quad = y @ y - xty @ np.linalg.solve(inner, xty)
-    log_z = -0.5 * (n * np.log(2 * np.pi) + np.linalg.slogdet(inner)[1] + quad)
-    return model, float(log_z)
-
-
 MODELS = {
     "random_walk_60": random_walk,
-    "noncentred_500": noncentred_hierarchy,
+    "noncentred_500": lambda: hierarchy(J=500, centred=False),
     "student_t": student_t,
-    "rows_50k": many_rows,
+    "rows_50k": lambda: regression(d=8, n=50_000),
     "simplex_10": lambda: dirichlet_multinomial(k=10, m=5, trials=30),
     "gp_latent_30": lambda: gp_latent(n=30),
     "gp_latent_40": lambda: gp_latent(n=40),
