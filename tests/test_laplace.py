@@ -36,3 +36,42 @@ def test_both_modes_of_a_symmetric_posterior():
     assert np.isclose(modes[0].log_zeta, modes[1].log_zeta, atol=1e-6)
     # locally the likelihood is Gaussian in theta: Laplace is within a few hundredths
     assert abs(logsumexp([m.log_zeta for m in modes]) - case.log_z) < 0.05
+
+
+def _check_rounds(widths, monkeypatch):
+    """``_fits_settle`` with ADVI replaced by fits of the given width ratio per round (two
+    fits, the first always settled); returns its verdict and the rounds it ran."""
+    from types import SimpleNamespace
+
+    import pymc_evidence.base.laplace_first as lf
+    from pymc_evidence.base.gaussian import GaussianBase
+
+    mode = GaussianBase(np.zeros(2), 0.01 * np.eye(2), log_zeta=0.0, kind="laplace")
+    calls = []
+
+    def fake_advi(density, starts, **kwargs):
+        ratio = widths[len(calls)]
+        calls.append(len(starts))
+        chols = np.stack([0.01 * np.eye(2) * r for r in [1.0, ratio][-len(starts) :]])
+        return SimpleNamespace(
+            means=np.zeros((len(starts), 2)), chols=chols, errors=[None] * len(starts)
+        )
+
+    monkeypatch.setattr(lf, "run_advi", fake_advi)
+    starts = np.zeros((2, 2))
+    verdict = lf._fits_settle(None, mode, starts, None, fullrank=True, progressbar=False)
+    return verdict, calls
+
+
+def test_a_fit_nearly_settled_after_two_rounds_gets_a_third(monkeypatch):
+    """The 50 000-row regression at seed 1: one fit at 2.23 times the Laplace width after
+    two rounds, settled in the third (the base was a 120 s full-rank fit before)."""
+    assert _check_rounds([5.7, 2.23, 1.56], monkeypatch) == (True, [2, 1, 1])
+    assert _check_rounds([5.7, 2.23, 2.1], monkeypatch) == (False, [2, 1, 1])
+
+
+def test_a_fit_far_outside_after_two_rounds_stops_the_check(monkeypatch):
+    """A fit on a broad component (Skilling's bump: 10 times the spike's width) stays there:
+    no third round, the check fails as before."""
+    assert _check_rounds([10.0, 10.0, 1.0], monkeypatch) == (False, [2, 1])
+    assert _check_rounds([3.0, 1.5, 1.0], monkeypatch) == (True, [2, 1])

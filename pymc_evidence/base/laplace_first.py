@@ -12,7 +12,8 @@ of the mode when
 1. every ascent (from the initial point and the prior draws) reached the same mode;
 2. its importance-sampling ESS is at least :data:`LAPLACE_ESS` of the draws; and
 3. short ADVI fits (:data:`CHECK_STEPS` Adam steps, and as many again for a fit not yet
-   there) from the same starts as the full fit all settle inside it: mean within
+   there, up to :data:`CHECK_ROUNDS` rounds) from the same starts as the full fit all
+   settle inside it: mean within
    :data:`CHECK_DISTANCE` of the mode in the Laplace Gaussian's own scale, no standard
    deviation more than :data:`CHECK_WIDTH` times its marginal one.
 
@@ -33,7 +34,14 @@ from .batched_logp import batched_logp
 from .mode_search import search_modes
 from .space import ModelSpace
 
-__all__ = ["CHECK_DISTANCE", "CHECK_STEPS", "CHECK_WIDTH", "LAPLACE_ESS", "laplace_first"]
+__all__ = [
+    "CHECK_DISTANCE",
+    "CHECK_ROUNDS",
+    "CHECK_STEPS",
+    "CHECK_WIDTH",
+    "LAPLACE_ESS",
+    "laplace_first",
+]
 
 #: The Laplace Gaussian's importance-sampling ESS must be at least this share of the draws.
 LAPLACE_ESS = 0.9
@@ -42,13 +50,16 @@ LAPLACE_ESS = 0.9
 CHECK_STEPS = 400
 CHECK_DISTANCE = 3.0
 CHECK_WIDTH = 2.0
+#: Most rounds of :data:`CHECK_STEPS` steps; a third only for fits within twice the bounds.
+CHECK_ROUNDS = 3
 
 
-def _unsettled(mode, result) -> list[int] | None:
+def _unsettled(mode, result, slack: float = 1.0) -> list[int] | None:
     """Check 3 on one round of short fits: the fits not (yet) inside the Laplace Gaussian.
 
-    Returns the indices of the fits whose mean lies farther than :data:`CHECK_DISTANCE` or
-    whose width exceeds :data:`CHECK_WIDTH` times the Laplace one; None when every fit failed.
+    Returns the indices of the fits whose mean lies farther than ``slack`` times
+    :data:`CHECK_DISTANCE` or whose width exceeds ``slack`` times :data:`CHECK_WIDTH` times
+    the Laplace one; None when every fit failed.
     """
     ok = [k for k, err in enumerate(result.errors) if err is None]
     if not ok:
@@ -57,8 +68,8 @@ def _unsettled(mode, result) -> list[int] | None:
     for k in ok:
         z = np.linalg.solve(mode.chol, result.means[k] - mode.mean)
         width = np.sqrt(np.sum(result.chols[k] ** 2, axis=1))
-        far = not np.isfinite(z).all() or np.sqrt(z @ z) > CHECK_DISTANCE
-        if far or np.any(width > CHECK_WIDTH * mode.std):
+        far = not np.isfinite(z).all() or np.sqrt(z @ z) > slack * CHECK_DISTANCE
+        if far or np.any(width > slack * CHECK_WIDTH * mode.std):
             out.append(k)
     return out
 
@@ -71,11 +82,14 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
     default width 0.1 may not have shrunk to the posterior's yet (the 20 000-row logistic
     regression: two of eight fits at 2.0-2.2 times its width, their ELBO 1.4-2.3 nats below
     the Laplace one), and from a far prior draw its mean may not have arrived (AR(1): one
-    fit 26 sds away). A fit on a broad component (Skilling's bump) stays there.
+    fit 26 sds away). A fit on a broad component (Skilling's bump) stays there. Fits still
+    outside after two rounds but within twice the bounds go on for a third (the 50 000-row
+    regression at seed 1: one of eight at 2.23 times the width after 800 steps, and the base
+    was then a 6000-step full-rank fit, 120 s instead of a few).
     """
     label = f"Checking the Laplace base: {len(starts)} short ADVI fits"
     scale = 0.1
-    for _ in range(2):
+    for done in range(1, CHECK_ROUNDS + 1):
         with progress_bar(label, CHECK_STEPS, enabled=progressbar) as update:
             fits = run_advi(
                 density,
@@ -91,6 +105,8 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
             return False
         if not out:
             return True
+        if done >= 2 and _unsettled(mode, fits, slack=2.0):
+            return False  # a fit that far after two rounds is not on its way
         starts = fits.means[out]
         scale = np.sqrt(np.sum(fits.chols[out] ** 2, axis=2))
         label = f"Checking the Laplace base: {len(out)} fits go on"
