@@ -306,7 +306,7 @@ def fit_base(
     if method == "prior":
         return PriorBase.for_model(space.model)
     fullrank = method == "fullrank_advi"
-    n_steps = n_steps or (6000 if fullrank else 4000)
+    asked, n_steps = n_steps, n_steps or (6000 if fullrank else 4000)
     starts = [space.initial_x()]
     if restarts > 1:
         starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
@@ -345,8 +345,9 @@ def fit_base(
     finish = _Finish(space, combine, n_eval, modes, found, widen, progressbar)
     base = finish(fits, rng, laplace=laplace)
     if also_fullrank and not fullrank:
-        full, _ = _fit_restarts(space, np.array(starts), True, 6000, learning_rate, n_eval, rng,
-                                progressbar)  # fmt: skip
+        steps = asked or 6000  # full-rank ADVI's default, unless the caller set n_steps
+        full, _ = _fit_restarts(space, np.array(starts), True, steps, learning_rate, n_eval,
+                                rng, progressbar)  # fmt: skip
         if full:
             base = better_base(base, finish(full, rng, laplace=False))
     return base
