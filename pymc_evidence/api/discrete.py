@@ -3,7 +3,8 @@
 :func:`~pymc_evidence.transforms.marginal.sum_out_discrete` leaves a continuous model; the
 discrete variables' posterior draws are drawn here from their conditional ``p(z | θ, y)``
 at each posterior draw of ``θ`` (exact: the conditional is the normalized vector of the
-joint values' weights), seeded by the problem's ``"discrete"`` stream. Deterministics of
+joint values' weights, or, where they were summed one at a time, each variable's in turn
+given those drawn before), seeded by the problem's ``"discrete"`` stream. Deterministics of
 the source model that depend on them are computed again from the completed draws.
 """
 
@@ -31,8 +32,8 @@ def with_discrete_draws(result, problem):
     values = {rv.name: post[rv.name].values for rv in summed.model.free_RVs}
     x = np.asarray(space.unconstrain(values))
     lead = x.shape[:-1]
-    rows = space.compile_raveled_rows([summed.log_weights])(x.reshape(-1, x.shape[-1]))
-    draws = summed.draw(np.asarray(rows[0]), problem.rng("discrete"))
+    rows = space.compile_raveled_rows(list(summed.tables))(x.reshape(-1, x.shape[-1]))
+    draws = summed.draw([np.asarray(r) for r in rows], problem.rng("discrete"))
     source = problem.source
     data = {}
     for name, value in draws.items():

@@ -7,7 +7,12 @@ from dataclasses import replace
 import pymc as pm
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import exact_float_math, resolve_backend, use_backend
+from ..base._compile import (
+    exact_float_math,
+    resolve_backend,
+    use_backend,
+    without_tracebacks,
+)
 from ..base.batched_logp import backend_used
 from ..estimators.pooling import cross_check
 from ..estimators.record import with_se_floor
@@ -248,7 +253,12 @@ def sample_evidence(
     exact = exact_evidence(model, method_options.get("potentials"))
     if exact is not None:
         return exact
-    with use_backend(backend), threadpool_limits(limits=_ONE_BLAS_THREAD), exact_float_math():
+    with (
+        use_backend(backend),
+        threadpool_limits(limits=_ONE_BLAS_THREAD),
+        exact_float_math(),
+        without_tracebacks(),
+    ):
         problem = _problem(model, random_seed, sampling, per_method)
         for spec, options in zip(specs, per_method, strict=True):
             if spec.ready is not None:

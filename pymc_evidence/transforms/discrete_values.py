@@ -1,0 +1,172 @@
+"""The values a model's discrete variables can take, and the log density terms they enter.
+
+Shared by the two ways of summing them out: enumeration of every joint value or of each
+element (:mod:`~pymc_evidence.transforms.marginal`) and variable elimination
+(:mod:`~pymc_evidence.transforms.elimination`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+
+from ..base._compile import compile_fn
+from ..hygiene import ModelHygieneError
+
+__all__ = [
+    "MAX_JOINT_VALUES",
+    "dependent_terms",
+    "draw_index",
+    "finite_support",
+    "joint_values",
+    "log_value_count",
+    "start_index",
+    "to_new_values",
+    "values_at_initial_point",
+]
+
+#: Most values a table of the discrete variables may hold: every joint value when they are
+#: enumerated together, one factor's or one elimination step's values otherwise.
+MAX_JOINT_VALUES = 4096
+
+#: Distributions whose support is finite when their count parameter is fixed.
+_BOUNDED = ("BernoulliRV", "CategoricalRV", "DiscreteUniformRV", "BinomialRV", "BetaBinomialRV")
+
+
+def _fixed(param, model: pm.Model, name: str, what: str) -> np.ndarray:
+    """The value of a parameter that must not depend on other random variables."""
+    if set(ancestors([param])) & set(model.basic_RVs):
+        raise ModelHygieneError(
+            f"{name!r}'s {what} depends on other random variables, so its support is not "
+            "fixed and it cannot be summed out; give it a fixed value"
+        )
+    return np.asarray(param.eval())
+
+
+def finite_support(rv, model: pm.Model) -> np.ndarray:
+    """The values one element of the discrete variable ``rv`` can take (1-D, sorted).
+
+    Raises
+    ------
+    ModelHygieneError
+        For a distribution with unbounded support (Poisson, geometric, negative binomial,
+        ...) or one not known to be bounded, naming the variable.
+    """
+    op = type(rv.owner.op).__name__
+    params = rv.owner.op.dist_params(rv.owner)
+    if op == "BernoulliRV":
+        return np.array([0, 1])
+    if op == "CategoricalRV":
+        return np.arange(int(params[0].shape[-1].eval()))
+    if op == "DiscreteUniformRV":
+        low, high = (_fixed(p, model, rv.name, "bounds") for p in params[:2])
+        return np.arange(int(np.min(low)), int(np.max(high)) + 1)
+    if op in ("BinomialRV", "BetaBinomialRV"):
+        return np.arange(int(np.max(_fixed(params[0], model, rv.name, "number of trials"))) + 1)
+    raise ModelHygieneError(
+        f"{rv.name!r} is a discrete free variable of unbounded or unknown support "
+        f"({op}); pymc_evidence sums out discrete variables of finite support only "
+        f"({', '.join(n[:-2] for n in _BOUNDED)}). Sum it out by hand (e.g. truncate it "
+        "and write the sum with pm.math.logsumexp in a pm.Potential, or use pm.Mixture)."
+    )
+
+
+def log_value_count(discrete, model: pm.Model, point=None) -> float:
+    """``log`` of the number of joint values of the variables ``discrete`` (``point``: the
+    model's initial point, when already at hand)."""
+    point = model.initial_point() if point is None else point
+    return float(
+        sum(np.size(point[rv.name]) * np.log(len(finite_support(rv, model))) for rv in discrete)
+    )
+
+
+def joint_values(discrete, model: pm.Model, point=None) -> dict:
+    """``name -> (K, *shape)``: every joint value of the discrete variables (``point``: the
+    model's initial point, when already at hand).
+
+    Raises
+    ------
+    ModelHygieneError
+        Above :data:`MAX_JOINT_VALUES` joint values, naming the variables.
+    """
+    supports, shapes = [], []
+    point = model.initial_point() if point is None else point
+    for rv in discrete:
+        shape = tuple(int(s) for s in point[rv.name].shape)
+        support = finite_support(rv, model)
+        supports += [support] * int(np.prod(shape, dtype=int))
+        shapes.append(shape)
+    count = float(np.prod([len(s) for s in supports]))
+    if count > MAX_JOINT_VALUES:
+        names = ", ".join(repr(rv.name) for rv in discrete)
+        raise ModelHygieneError(
+            f"the discrete variables {names} take {count:.3g} joint values, more than the "
+            f"{MAX_JOINT_VALUES} pymc_evidence sums over, and no order of summing them one "
+            "at a time keeps every table within that. Sum them out in the model (per "
+            "observation: pm.Mixture / pm.NormalMixture instead of an indicator per row)."
+        )
+    grid = np.stack([g.ravel() for g in np.meshgrid(*supports, indexing="ij")], axis=1)
+    out, start = {}, 0
+    for rv, shape in zip(discrete, shapes, strict=True):
+        size = int(np.prod(shape, dtype=int))
+        out[rv.name] = grid[:, start : start + size].reshape((-1, *shape)).astype(rv.type.dtype)
+        start += size
+    return out
+
+
+def dependent_terms(model: pm.Model, values_of_z) -> tuple[list, list]:
+    """The model's log density terms that depend on the discrete values, split into the
+    discrete variables' own and the rest (their children)."""
+    own, children = [], []
+    zs = set(values_of_z)
+    every = [*model.basic_RVs, *model.potentials]  # one call: per variable, each call
+    terms = model.logp(vars=every, jacobian=True, sum=False)  # would rebuild them all
+    for rv, term in zip(every, terms, strict=True):
+        term = term.sum()
+        if model.rvs_to_values.get(rv) in zs:
+            own.append(term)
+        elif zs & set(ancestors([term])):
+            children.append(term)
+    return own, children
+
+
+def values_at_initial_point(model: pm.Model, graphs: list) -> list:
+    """``graphs`` at the model's initial point, its continuous values moved by a fixed
+    N(0, 0.5²) jitter (the initial point of ``mu ~ N(0, s)`` is 0, where ``switch(z, mu,
+    0)`` would hide that the terms depend on ``z``)."""
+    rng = np.random.default_rng(12345)
+    point = model.initial_point()
+    for name, value in point.items():
+        if value.dtype.kind == "f":
+            point[name] = value + 0.5 * rng.standard_normal(np.shape(value))
+    inputs = [v for v in model.value_vars if v in set(ancestors(graphs))]
+    outs = compile_fn(inputs, list(graphs), jit=False)(*[point[v.name] for v in inputs])
+    return [np.asarray(o) for o in outs]
+
+
+def start_index(model: pm.Model, log_weights, axis=None):
+    """The joint value (or, along ``axis``, each element's value) with the highest weight
+    at the model's initial point: the value the summed-out variables are fixed at, where
+    the children's terms are finite wherever any is."""
+    (weights,) = values_at_initial_point(model, [log_weights])
+    return np.argmax(np.where(np.isnan(weights), -np.inf, weights), axis=axis)
+
+
+def to_new_values(model: pm.Model, new: pm.Model, graphs) -> list:
+    """``graphs`` on ``new``'s value variables (matched by name) instead of ``model``'s."""
+    by_name = {new.rvs_to_values[rv].name: new.rvs_to_values[rv] for rv in new.free_RVs}
+    replace = {v: by_name[v.name] for v in model.value_vars if v.name in by_name}
+    return graph_replace(graphs, replace, strict=False)
+
+
+def draw_index(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices ``(n, m)`` drawn from unnormalized log weights ``(n, K, m)`` along axis 1 (a
+    weight that is NaN counts as zero)."""
+    n, k = log_weights.shape[:2]
+    w = np.where(np.isnan(log_weights), -np.inf, log_weights)
+    w = np.exp(w - np.max(w, axis=1, keepdims=True))
+    cdf = np.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
+    u = rng.uniform(size=(n, 1, w.shape[2]))
+    return np.minimum((cdf < u).sum(axis=1), k - 1)
