@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """The default method over ten seeds on models with known log Z: ±2 se coverage and errors.
 
-Models are the names of ``first_call_models.MODELS``, ``more_models.MODELS`` or of
+Models are the names of ``first_call_models.MODELS``, ``more_models.MODELS``,
+``user_models.MODELS`` or of
 ``pymc_evidence.testing`` factories (``egg_box``, ``gaussian_shells``, ...). One process;
 the first seed pays the compilation. Run from the repository root::
 
@@ -20,13 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def model_and_truth(name: str):
-    """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``) or a
+    """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``,
+    ``user_models``) or a
     ``pymc_evidence.testing`` system."""
     from first_call_models import MODELS
     from more_models import MODELS as MORE
+    from user_models import MODELS as USER
 
-    if name in MODELS or name in MORE:
-        return {**MODELS, **MORE}[name]()
+    if name in MODELS or name in MORE or name in USER:
+        return {**MODELS, **MORE, **USER}[name]()
     import pymc_evidence.testing as systems
 
     system = getattr(systems, name)()
@@ -55,5 +58,6 @@ def coverage(name: str, seeds=range(1, 11)) -> str:
 
 
 if __name__ == "__main__":
+    chosen = range(1, 11) if len(sys.argv) < 3 else [int(s) for s in sys.argv[2].split(",")]
     for model_name in sys.argv[1].split(","):
-        print(coverage(model_name), flush=True)
+        print(coverage(model_name, chosen), flush=True)

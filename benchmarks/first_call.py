@@ -83,8 +83,9 @@ def child(tool: str, name: str, seed: int) -> dict:
     sys.path.insert(0, str(HERE))
     from first_call_models import MODELS
     from more_models import MODELS as MORE  # by name only: "all" is the first-call set
+    from user_models import MODELS as USER
 
-    model, log_z = {**MODELS, **MORE}[name]()
+    model, log_z = {**MODELS, **MORE, **USER}[name]()
     out = {"tool": tool, "model": name, "truth": log_z, "import_s": import_s}
     out["ndim"] = int(sum(np.size(v) for v in model.initial_point().values()))
     for key, s in (("first", seed), ("warm", seed + 1)):

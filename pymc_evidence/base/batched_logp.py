@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytensor.tensor as pt
 
-from ._compile import checks_to_ninf, compile_rows, current_backend, is_jax_rows, resolve_backend
+from ._compile import (
+    checks_to_ninf,
+    compile_rows,
+    current_backend,
+    float64_constants,
+    is_jax_rows,
+    resolve_backend,
+)
 from .space import ModelSpace
 
 __all__ = ["BatchedLogp", "backend_used", "batched_logp"]
@@ -76,7 +83,7 @@ def _point_graph(space: ModelSpace):
     the support gives ``-inf`` for that row only (a vectorized check would fail them all).
     """
     flat, logp = space.on_flat(space.model.logp(jacobian=True))
-    logp = pt.cast(checks_to_ninf(logp), "float64")
+    logp = pt.cast(checks_to_ninf(float64_constants(logp)), "float64")
     return flat, [logp, pt.grad(logp, flat)]
 
 

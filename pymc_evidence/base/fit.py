@@ -86,6 +86,11 @@ def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, 
         if isinstance(stats, BaseFitError) or not np.isfinite(stats["elbo"]):
             errors.append(f"restart {k}: {stats if isinstance(stats, BaseFitError) else 'ELBO'}")
             continue
+        if not stats["elbo_se"] < ELBO_SE_MAX:  # diverged: weights spread over hundreds of nats
+            errors.append(
+                f"restart {k}: diverged (ELBO {stats['elbo']:.3g} ± {stats['elbo_se']:.3g})"
+            )
+            continue
         info = {
             "n_steps": result.n_steps,
             "restart": k,
@@ -321,25 +326,13 @@ def fit_base(
         space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng, progressbar
     )
     if not fits and fullrank:
-        warnings.warn(
-            f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI",
-            BaseFitWarning,
-            stacklevel=2,
-        )
+        message = f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI"
+        warnings.warn(message, BaseFitWarning, stacklevel=2)
         return fit_base(
-            "advi",
-            restarts=restarts,
-            learning_rate=learning_rate,
-            n_eval=n_eval,
-            combine=combine,
-            random_seed=rng,
-            potentials=potentials,
-            model=space.model,
-            progressbar=progressbar,
-            modes=modes,
-            laplace=laplace,
-            widen=widen,
-        )
+            "advi", restarts=restarts, learning_rate=learning_rate, n_eval=n_eval,
+            combine=combine, random_seed=rng, potentials=potentials, model=space.model,
+            progressbar=progressbar, modes=modes, laplace=laplace, widen=widen,
+        )  # fmt: skip
     if not fits:
         raise BaseFitError(f"every ADVI fit failed: {errors}")
     finish = _Finish(space, combine, n_eval, modes, found, widen, progressbar)

@@ -25,7 +25,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ._compile import checks_to_ninf, compile_fn, compile_rows
+from ._compile import checks_to_ninf, compile_fn, compile_rows, float64_constants
 from .gaussian import _structure, assign_shared, make_shared
 from .space import ModelSpace, model_space
 
@@ -146,7 +146,7 @@ def _prior_logp_fn(space: ModelSpace):
     """``(fn, vectorized)``: the prior log density (Jacobians included) of rows of a matrix."""
     model = space.model
     flat, graph = space.on_flat(model.logp(vars=model.free_RVs, jacobian=True))
-    graph = pt.cast(checks_to_ninf(graph), "float64")
+    graph = pt.cast(checks_to_ninf(float64_constants(graph)), "float64")
     vectorized, fn = compile_rows(flat, graph, what="the prior base", ndim=space.ndim)
     return fn, vectorized
 

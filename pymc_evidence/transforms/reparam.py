@@ -37,7 +37,6 @@ from pymc.model.fgraph import (
     ModelFreeRV,
     ModelNamed,
     ModelVar,
-    fgraph_from_model,
     model_from_fgraph,
 )
 from pytensor.graph.basic import Constant
@@ -45,6 +44,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
 from ..estimators.diagnostics import ModelWarning
+from .model_copy import model_fgraph, with_initvals
 
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
     from pytensor.graph.traversal import ancestors
@@ -187,15 +187,10 @@ def _plan(fgraph):
 
 
 def _to_fgraph(model):
+    """The model's graph and its custom initial values by name."""
     if model.parent is not None:
         raise ValueError("reparametrize works on a root model, not on a nested sub-model.")
-    if any(v is not None for v in model.rvs_to_initial_values.values()):
-        names = [rv.name for rv, v in model.rvs_to_initial_values.items() if v is not None]
-        raise ValueError(
-            f"reparametrize cannot copy custom initial values (initval set on {names}). "
-            "Build the model without initval (initial points do not change log Z)."
-        )
-    return fgraph_from_model(model)[0]
+    return model_fgraph(model)
 
 
 # --- the rewrite ---------------------------------------------------------------------------
@@ -260,7 +255,7 @@ def noncentrable(model: pm.Model | None = None) -> tuple[str, ...]:
     ()
     """
     model = pm.modelcontext(model)
-    todo, _ = _plan(_to_fgraph(model))
+    todo, _ = _plan(_to_fgraph(model)[0])
     return tuple(_node_name(node) for node in todo)
 
 
@@ -283,7 +278,7 @@ def centred_scales(model: pm.Model | None = None) -> tuple[str, ...]:
     """
     model = pm.modelcontext(model)
     names = []
-    for node in _to_fgraph(model).toposort():
+    for node in _to_fgraph(model)[0].toposort():
         if not isinstance(node.op, ModelFreeRV) or node.op.transform is not None:
             continue
         rv_node = node.inputs[0].owner
@@ -319,7 +314,8 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     Raises
     ------
     ValueError
-        For nested sub-models and models with custom initial values (``initval``).
+        For nested sub-models. Custom initial values (``initval``) are kept on the
+        variables not rewritten.
 
     Examples
     --------
@@ -341,7 +337,7 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     True
     """
     model = pm.modelcontext(model)
-    fgraph = _to_fgraph(model)
+    fgraph, initvals = _to_fgraph(model)
     todo, skipped = _plan(fgraph)
     for name, reason in skipped.items():
         warnings.warn(
@@ -355,7 +351,7 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
         z_name = _fresh_name(_node_name(node), taken)
         name, dist, node_dims = _rewrite_one(fgraph, node, z_name)
         rewritten[name], dists[name], dims[name] = z_name, dist, node_dims
-    new = model_from_fgraph(fgraph, mutate_fgraph=True)
+    new = with_initvals(model_from_fgraph(fgraph, mutate_fgraph=True), initvals)
     if hasattr(model, "check_bounds"):
         new.check_bounds = model.check_bounds
     _INFO[new] = {"rewritten": rewritten, "distributions": dists, "dims": dims, "skipped": skipped}

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.model.fgraph import clone_model
 from pytensor.graph.replace import graph_replace
 
 from ..base.gaussian import BaseDensity, graph_form
 from ..base.space import model_space
 from ..hygiene import check_model
+from .model_copy import copy_model
 from .tempered_draws import warn_tempered_draws
 
 __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_terms"]
@@ -186,7 +186,7 @@ def continuous_tempering(
     if log_zeta is not None:
         base = base.with_values(log_zeta=float(log_zeta))
     shared = base.make_shared()
-    ext = clone_model(model)
+    ext = copy_model(model)
     with ext:
         log_f, log_q = tempered_terms(ext, base, shared, names=space.names)
         if portable:

@@ -1,0 +1,207 @@
+"""Further model kinds users write, each with a log Z computed here with numpy/scipy alone.
+
+Ordered means (PyMC's ``ordered`` transform, whose prior is not renormalized: the truth
+integrates over the ordered region only), a zero-inflated Poisson, Poisson random
+intercepts, an ordered logistic regression with ordered cutpoints, a regression whose
+missing responses PyMC imputes, a truncated normal likelihood, and a hidden Markov chain
+of ``pm.Categorical`` steps. Every builder returns ``(model, log_z)``;
+``default_coverage.py`` and ``first_call.py --models`` take their names. Run this file to
+print each truth::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/user_models.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from scipy import integrate, stats
+from scipy.special import expit, gammaln, logsumexp
+
+
+def _log_simpson(log_f, *axes):
+    """``log ∫ exp(log_f)`` over a grid, Simpson's rule along each of ``axes`` (last first)."""
+    top = np.max(log_f)
+    value = np.exp(log_f - top)
+    for grid in reversed(axes):
+        value = integrate.simpson(value, x=grid, axis=-1)
+    return float(top + np.log(value))
+
+
+def ordered_means(n: int = 30):
+    """A two-component mixture whose means are kept ordered (the usual cure of label
+    switching); weights 0.4/0.6 fixed, unit scales; truth on a grid over mu1 < mu2."""
+    rng = np.random.default_rng(31)
+    y = np.where(rng.uniform(size=n) < 0.4, rng.normal(-1.5, 1, n), rng.normal(1.5, 1, n))
+    with pm.Model() as model:
+        mu = pm.Normal(
+            "mu", 0, 3, shape=2, transform=pm.distributions.transforms.ordered,
+            initval=np.array([-1.0, 1.0]),
+        )  # fmt: skip
+        pm.NormalMixture("y", w=np.array([0.4, 0.6]), mu=mu, sigma=1.0, observed=y)
+    grid = np.linspace(-8, 8, 1601)
+    a, b = grid[:, None, None], grid[None, :, None]
+    lik = np.log(0.4 * stats.norm.pdf(y, a, 1) + 0.6 * stats.norm.pdf(y, b, 1)).sum(-1)
+    log_f = lik + stats.norm.logpdf(grid, 0, 3)[:, None] + stats.norm.logpdf(grid, 0, 3)
+    log_f = np.where(grid[:, None] < grid[None, :], log_f, -np.inf)
+    step = grid[1] - grid[0]  # the ordered region's edge: a rectangle rule on the fine grid
+    return model, float(logsumexp(log_f) + 2 * np.log(step))
+
+
+def zero_inflated(n: int = 60):
+    """``pm.ZeroInflatedPoisson`` counts; ``psi ~ Beta(2, 2)``, ``mu ~ Gamma(2, 0.5)``."""
+    rng = np.random.default_rng(32)
+    y = np.where(rng.uniform(size=n) < 0.3, 0, rng.poisson(3.0, n))
+    with pm.Model() as model:
+        psi = pm.Beta("psi", 2, 2)
+        mu = pm.Gamma("mu", 2, 0.5)
+        pm.ZeroInflatedPoisson("y", psi=psi, mu=mu, observed=y)
+    gp, gm = np.linspace(1e-6, 1 - 1e-6, 801), np.linspace(1e-6, 15, 1501)
+    p, m = gp[:, None], gm[None, :]
+    zeros, rest = np.sum(y == 0), y[y > 0]
+    log_f = zeros * np.log((1 - p) + p * np.exp(-m))
+    log_f = log_f + rest.size * np.log(p) + rest.sum() * np.log(m) - rest.size * m
+    log_f = log_f - gammaln(rest + 1).sum()
+    log_f = log_f + stats.beta.logpdf(p, 2, 2) + stats.gamma.logpdf(m, 2, scale=2.0)
+    return model, _log_simpson(log_f, gp, gm)
+
+
+def poisson_groups(J: int = 20, per: int = 5):
+    """Poisson counts with a random log rate per group, written centred:
+    ``b_j ~ N(a, sigma)``, ``a ~ N(1, 1)``, ``sigma ~ HalfNormal(1)``. Truth: each group's
+    integral over ``b_j`` on a fine grid, then ``(a, sigma)`` on a grid."""
+    rng = np.random.default_rng(33)
+    rates = np.exp(rng.normal(1.0, 0.6, J))
+    y = rng.poisson(np.repeat(rates, per))
+    group = np.repeat(np.arange(J), per)
+    with pm.Model() as model:
+        a = pm.Normal("a", 1, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        b = pm.Normal("b", a, sigma, shape=J)
+        pm.Poisson("y", pm.math.exp(b[group]), observed=y)
+    sums = np.bincount(group, weights=y)
+    const = -gammaln(y + 1).sum()
+    bg = np.linspace(-6, 6, 6001)
+    log_lik = sums[None, :] * bg[:, None] - per * np.exp(bg)[:, None]  # (b, J)
+    top = log_lik.max(axis=0)
+    ga, gs = np.linspace(-3, 5, 161), np.linspace(1e-3, 4, 201)
+    log_f = np.empty((ga.size, gs.size))
+    for j, s in enumerate(gs):
+        dens = stats.norm.pdf(bg[None, :], ga[:, None], s)  # (a, b)
+        inner = integrate.simpson(dens[:, :, None] * np.exp(log_lik - top)[None], x=bg, axis=1)
+        log_f[:, j] = np.log(inner).sum(-1) + top.sum()
+    log_f += const + stats.norm.logpdf(ga, 1, 1)[:, None] + stats.halfnorm.logpdf(gs)[None, :]
+    return model, _log_simpson(log_f, ga, gs)
+
+
+def ordered_logistic(n: int = 40):
+    """``pm.OrderedLogistic`` with one covariate and two ordered cutpoints."""
+    rng = np.random.default_rng(34)
+    x = rng.normal(size=n)
+    eta = 1.2 * x
+    u = rng.logistic(size=n) + eta
+    y = np.digitize(u, [-0.8, 0.9])
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 2)
+        cuts = pm.Normal(
+            "cuts", 0, 3, shape=2, transform=pm.distributions.transforms.ordered,
+            initval=np.array([-1.0, 1.0]),
+        )  # fmt: skip
+        pm.OrderedLogistic("y", eta=beta * x, cutpoints=cuts, observed=y)
+    gb, gc = np.linspace(-2, 5, 141), np.linspace(-5, 5, 201)
+    c1, c2 = gc[:, None, None], gc[None, :, None]
+    log_f = np.full((gb.size, gc.size, gc.size), -np.inf)
+    for i, b in enumerate(gb):
+        e = b * x
+        p0 = expit(c1 - e)
+        p1 = expit(c2 - e) - p0
+        p = np.where(y == 0, p0, np.where(y == 1, p1, 1 - expit(c2 - e)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lik = np.log(np.clip(p, 0, None)).sum(-1)
+        log_f[i] = np.where(gc[:, None] < gc[None, :], lik, -np.inf)
+    log_f += stats.norm.logpdf(gb, 0, 2)[:, None, None]
+    log_f += stats.norm.logpdf(gc, 0, 3)[None, :, None] + stats.norm.logpdf(gc, 0, 3)[None, None]
+    step = np.log(gb[1] - gb[0]) + 2 * np.log(gc[1] - gc[0])
+    return model, float(logsumexp(log_f) + step)
+
+
+def missing_responses(n: int = 40, d: int = 3, missing: int = 8):
+    """A regression with known noise and ``missing`` responses given as NaN, which PyMC
+    imputes as free variables; log Z is the evidence of the observed rows alone."""
+    rng = np.random.default_rng(35)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + rng.normal(0, 0.5, n)
+    y[rng.choice(n, missing, replace=False)] = np.nan
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        pm.Normal("y", X @ beta, 0.5, observed=y)
+    seen = ~np.isnan(y)
+    Xo = X[seen]
+    cov = Xo @ Xo.T + 0.25 * np.eye(seen.sum())
+    return model, float(stats.multivariate_normal(np.zeros(seen.sum()), cov).logpdf(y[seen]))
+
+
+def truncated(n: int = 30):
+    """``pm.Truncated(Normal(mu, 1), lower=0)`` observations; ``mu ~ N(0, 2)``."""
+    rng = np.random.default_rng(36)
+    y = stats.truncnorm.rvs(-0.5, np.inf, loc=0.5, scale=1.0, size=n, random_state=rng)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        pm.Truncated("y", pm.Normal.dist(mu, 1.0), lower=0.0, observed=y)
+    grid = np.linspace(-10, 6, 8001)
+    m = grid[:, None]
+    log_f = (stats.norm.logpdf(y, m, 1) - stats.norm.logsf(0, m, 1)).sum(-1)
+    return model, _log_simpson(log_f + stats.norm.logpdf(grid, 0, 2), grid)
+
+
+def hidden_markov(T: int = 40):
+    """Two hidden states, one ``pm.Categorical`` per step (transition row of the step
+    before), known means, unknown noise scale and transition stay probabilities; truth by
+    the forward algorithm on a grid over the three continuous parameters."""
+    rng = np.random.default_rng(37)
+    means, stay_true = np.array([-1.0, 1.0]), np.array([0.85, 0.8])
+    z = [0]
+    for _ in range(T - 1):
+        z.append(z[-1] if rng.uniform() < stay_true[z[-1]] else 1 - z[-1])
+    y = rng.normal(means[np.array(z)], 0.7)
+    with pm.Model() as model:
+        sigma = pm.HalfNormal("sigma", 1.0)
+        stay = pm.Beta("stay", 4, 2, shape=2)
+        trans = pm.math.stack([[stay[0], 1 - stay[0]], [1 - stay[1], stay[1]]])
+        prev = pm.Categorical("z_0", p=np.array([0.5, 0.5]))
+        pm.Normal("y_0", pm.math.constant(means)[prev], sigma, observed=y[0])
+        for t in range(1, T):
+            cur = pm.Categorical(f"z_{t}", p=trans[prev])
+            pm.Normal(f"y_{t}", pm.math.constant(means)[cur], sigma, observed=y[t])
+            prev = cur
+    gs, gp = np.linspace(0.2, 2.5, 116), np.linspace(0.005, 0.995, 100)
+    s, p0, p1 = gs[:, None, None], gp[None, :, None], gp[None, None, :]
+    log_a = np.stack(
+        [np.stack([np.log(p0 + 0 * p1), np.log(1 - p0 + 0 * p1)], -1),
+         np.stack([np.log(1 - p1 + 0 * p0), np.log(p1 + 0 * p0)], -1)], -2,
+    )  # fmt: skip  (1, P, P, 2 from, 2 to)
+    emit = stats.norm.logpdf(y[:, None, None, None, None], means, s[..., None])  # (T,S,1,1,2)
+    alpha = np.log(0.5) + emit[0]
+    for t in range(1, T):
+        alpha = logsumexp(alpha[..., :, None] + log_a, axis=-2) + emit[t]
+    log_f = logsumexp(alpha, axis=-1) + stats.halfnorm.logpdf(s)
+    log_f = log_f + stats.beta.logpdf(p0, 4, 2) + stats.beta.logpdf(p1, 4, 2)
+    return model, _log_simpson(log_f, gs, gp, gp)
+
+
+MODELS = {
+    "ordered_means": ordered_means,
+    "zero_inflated": zero_inflated,
+    "poisson_groups": poisson_groups,
+    "ordered_logistic": ordered_logistic,
+    "missing_responses": missing_responses,
+    "truncated": truncated,
+    "hidden_markov": hidden_markov,
+}
+
+
+if __name__ == "__main__":
+    for name, build in MODELS.items():
+        model, log_z = build()
+        print(f"{name:18s} d={sum(v.size for v in model.initial_point().values()):4d} "
+              f"log Z = {log_z:.4f}")  # fmt: skip
