@@ -75,8 +75,8 @@ class GeneralizedNormalPath:
     def __call__(self, x):
         self.n_calls += 1
         x = np.atleast_2d(x)[:, 0]
-        log_f = -np.abs((x - self.t) / self.s) ** self.q
-        log_q = -np.abs(x) ** self.q - self.log_z0
+        log_f = -(np.abs((x - self.t) / self.s) ** self.q)
+        log_q = -(np.abs(x) ** self.q) - self.log_z0
         zeros = np.zeros((x.size, 1))  # RWM needs no gradients
         return log_f, log_q, zeros, zeros
 

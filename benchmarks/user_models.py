@@ -177,8 +177,11 @@ def hidden_markov(T: int = 40):
     gs, gp = np.linspace(0.2, 2.5, 116), np.linspace(0.005, 0.995, 100)
     s, p0, p1 = gs[:, None, None], gp[None, :, None], gp[None, None, :]
     log_a = np.stack(
-        [np.stack([np.log(p0 + 0 * p1), np.log(1 - p0 + 0 * p1)], -1),
-         np.stack([np.log(1 - p1 + 0 * p0), np.log(p1 + 0 * p0)], -1)], -2,
+        [
+            np.stack([np.log(p0 + 0 * p1), np.log(1 - p0 + 0 * p1)], -1),
+            np.stack([np.log(1 - p1 + 0 * p0), np.log(p1 + 0 * p0)], -1),
+        ],
+        -2,
     )  # fmt: skip  (1, P, P, 2 from, 2 to)
     emit = stats.norm.logpdf(y[:, None, None, None, None], means, s[..., None])  # (T,S,1,1,2)
     alpha = np.log(0.5) + emit[0]

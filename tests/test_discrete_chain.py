@@ -69,8 +69,8 @@ def _forward_backward(sigma):
     for t in range(T - 1, 0, -1):
         bwd.insert(0, logsumexp(log_a + (e[..., t, :] + bwd[0])[..., None, :], axis=-1))
     log_lik = logsumexp(fwd[-1], axis=-1)
-    marg = np.stack([np.exp(f + b - log_lik[..., None])[..., 1] for f, b in zip(fwd, bwd)], -1)
-    return log_lik, marg
+    pairs = zip(fwd, bwd, strict=True)
+    return log_lik, np.stack([np.exp(f + b - log_lik[..., None])[..., 1] for f, b in pairs], -1)
 
 
 def _truth():
