@@ -13,14 +13,14 @@ import warnings
 import numpy as np
 import pytest
 
-from pymc_evidence.estimators import noneq
+from pymc_evidence.estimators import noneq, noneq_histogram
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
 from pymc_evidence.estimators.noneq import (
     ais_log_evidence,
     bar_log_evidence,
-    histogram_log_evidence,
     reverse_ais_log_evidence,
 )
+from pymc_evidence.estimators.noneq_histogram import histogram_log_evidence
 
 LOG_Z = -3.0
 
@@ -300,7 +300,22 @@ def test_docstring_examples():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
         result = doctest.testmod(noneq, extraglobs={"np": np}, optionflags=doctest.ELLIPSIS)
+        other = doctest.testmod(noneq_histogram, extraglobs={"np": np})
     assert result.attempted >= 5 and result.failed == 0
+    assert other.attempted >= 2 and other.failed == 0
+
+
+def test_forward_works_that_are_not_finite_count_as_weight_zero():
+    """A forward run from a base draw where the model's density is not finite has work
+    ``+inf`` (or NaN): weight zero, with a warning; the estimate is the mean over all runs."""
+    with pytest.warns(EvidenceWarning, match="2 of 4 forward runs"):
+        est = ais_log_evidence([1.0, np.inf, np.nan, 1.0])
+    assert est.log_z == pytest.approx(np.log(0.5) - 1.0)
+    assert est.diagnostics["n_zero_weight"] == 2.0
+    with pytest.raises(ValueError, match="3 not finite"):
+        ais_log_evidence([1.0, np.inf, np.nan, np.inf])
+    with pytest.raises(ValueError, match="1 not finite"):
+        bar_log_evidence([1.0, 2.0, np.inf], [0.5, 1.0])
 
 
 def test_crossing_messages_silent_on_crooks_works():

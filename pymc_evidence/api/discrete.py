@@ -15,6 +15,7 @@ import pymc as pm
 import xarray as xr
 from pytensor.graph.traversal import ancestors
 
+from ..base._compile import without_tracebacks
 from ..base.space import model_space
 from ..compat import get_group, group_names, set_group
 
@@ -32,7 +33,8 @@ def with_discrete_draws(result, problem):
     values = {rv.name: post[rv.name].values for rv in summed.model.free_RVs}
     x = np.asarray(space.unconstrain(values))
     lead = x.shape[:-1]
-    rows = space.compile_raveled_rows(list(summed.tables))(x.reshape(-1, x.shape[-1]))
+    with without_tracebacks():  # see transforms.elimination: they can double per rewrite
+        rows = space.compile_raveled_rows(list(summed.tables))(x.reshape(-1, x.shape[-1]))
     draws = summed.draw([np.asarray(r) for r in rows], problem.rng("discrete"))
     source = problem.source
     data = {}

@@ -40,10 +40,10 @@ from .mcse import (
 from .noneq import (
     ais_log_evidence,
     bar_log_evidence,
-    histogram_log_evidence,
     reverse_ais_log_evidence,
     works_log_evidence,
 )
+from .noneq_histogram import histogram_log_evidence
 from .record import EvidenceEstimate
 from .rts import (
     adaptation_converged,

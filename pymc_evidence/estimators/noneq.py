@@ -28,7 +28,6 @@ __all__ = [
     "reverse_ais_log_evidence",
     "bar_log_evidence",
     "crossing_messages",
-    "histogram_log_evidence",
     "works_log_evidence",
 ]
 
@@ -40,10 +39,20 @@ ESS_MIN = 5.0
 OVERLAP_MIN = 0.03
 
 
-def _works(work, name: str) -> np.ndarray:
+def checked_works(work, name: str, zero_weights: bool = False) -> np.ndarray:
+    """The works as a 1-D float array; with ``zero_weights``, a forward work that is not
+    finite (a run from a base draw where the model's density is zero or not finite) is
+    ``+inf``, a run of weight zero, and at least two must be finite."""
     w = np.asarray(work, dtype=float)
-    if w.ndim != 1 or w.size < 2 or not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} must be a finite 1-D array of >= 2 works, got shape {w.shape}")
+    if zero_weights and w.ndim == 1:
+        w = np.where(np.isfinite(w), w, np.inf)
+    finite = np.isfinite(w) | (zero_weights & (w == np.inf))
+    if w.ndim != 1 or np.sum(np.isfinite(w)) < 2 or not np.all(finite):
+        raise ValueError(
+            f"{name} must be a 1-D array of >= 2 finite works, got shape {w.shape} with "
+            f"{int(np.sum(~np.isfinite(w)))} not finite (runs whose density was not finite "
+            "along the way; the forward AIS estimate counts them as weight zero)"
+        )
     return w
 
 
@@ -73,7 +82,8 @@ def ais_log_evidence(work_f) -> EvidenceEstimate:
     Parameters
     ----------
     work_f : array_like, shape (run,)
-        Forward works, finite.
+        Forward works; one that is not finite counts as ``+inf`` (weight zero), with a
+        warning, and at least two must be finite.
 
     Returns
     -------
@@ -86,15 +96,23 @@ def ais_log_evidence(work_f) -> EvidenceEstimate:
     >>> est.log_z, est.se, est.diagnostics["lower_bound"]
     (-1.0, 0.0, -1.0)
     """
-    w = _works(work_f, "work_f")
+    w = checked_works(work_f, "work_f", zero_weights=True)
     value, se = log_mean_exp_se(-w)
     ess, messages = _ess_messages(-w, "forward AIS")
+    kept = w[np.isfinite(w)]
+    if kept.size < w.size:
+        messages.append(
+            f"{w.size - kept.size} of {w.size} forward runs met a density that is not finite "
+            "and count with weight zero (their base draws fell where the model's density is "
+            "zero or overflows)"
+        )
     diag = {
         "n_runs": float(w.size),
         "ess": ess,
-        "lower_bound": float(-w.mean()),
-        "mean_work": float(w.mean()),
-        "sd_work": float(w.std(ddof=1)),
+        "lower_bound": float(-kept.mean()),
+        "mean_work": float(kept.mean()),
+        "sd_work": float(kept.std(ddof=1)),
+        "n_zero_weight": float(w.size - kept.size),
     }
     return EvidenceEstimate(
         value, se, "ais", -w, np.empty(0), diag, emit_warnings(messages, WeightWarning)
@@ -127,7 +145,7 @@ def reverse_ais_log_evidence(work_r) -> EvidenceEstimate:
     >>> est.log_z, est.diagnostics["upper_bound"]
     (2.0, 2.0)
     """
-    w = _works(work_r, "work_r")
+    w = checked_works(work_r, "work_r")
     value, se = log_mean_exp_se(-w)
     ess, messages = _ess_messages(-w, "reverse AIS")
     diag = {
@@ -147,7 +165,7 @@ def _bar_terms(log_z: float, wf: np.ndarray, wr: np.ndarray, m: float):
     return special.expit(-(m + wf + log_z)), special.expit(m - wr + log_z)
 
 
-def _bar_overlap_se(log_z: float, wf: np.ndarray, wr: np.ndarray) -> tuple[float, float]:
+def bar_overlap_se(log_z: float, wf: np.ndarray, wr: np.ndarray) -> tuple[float, float]:
     """Overlap ``Omega`` and asymptotic se ``sqrt((1/n_f + 1/n_r)(1/Omega - 1))``."""
     nf, nr = wf.size, wr.size
     m = np.log(nf / nr)
@@ -217,7 +235,7 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
     >>> abs(est.log_z + 2.0) < 4 * est.se
     True
     """
-    wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
+    wf, wr = checked_works(work_f, "work_f"), checked_works(work_r, "work_r")
     nf, nr = wf.size, wr.size
     m = float(np.log(nf / nr))
     lz_f, lz_r = log_mean_exp(-wf), -log_mean_exp(-wr)
@@ -244,7 +262,7 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
         )
     root, info = optimize.brentq(g, lo, hi, xtol=tol, maxiter=maxiter, full_output=True, disp=False)
     converged, iterations = bool(info.converged), info.iterations
-    overlap, se = _bar_overlap_se(root, wf, wr)
+    overlap, se = bar_overlap_se(root, wf, wr)
     diag = {
         "n_f": float(nf),
         "n_r": float(nr),
@@ -271,62 +289,6 @@ def bar_log_evidence(work_f, work_r, *, tol: float = 1e-10, maxiter: int = 200) 
     return EvidenceEstimate(float(root), se, "bar", np.empty(0), np.empty(0), diag, messages)
 
 
-def histogram_log_evidence(
-    work_f, work_r, *, tol: float = 1e-10, maxiter: int = 100_000
-) -> EvidenceEstimate:
-    """Habeck's histogram (two-state WHAM / MBAR) estimator; a cross-check of BAR.
-
-    Pools ``u = W_f`` and ``-W_r`` and estimates the forward work density non-parametrically,
-    ``p_f = sum_j p_j delta(W - u_j)``, from two "ensembles": forward works drawn from ``p_f``
-    and reverse works from ``p_f(W) exp(-W) / Z``. The self-consistent iteration
-    ``p_j ∝ 1 / (n_f + n_r exp(-u_j) / Z)``, ``Z = sum_j p_j exp(-u_j)`` (normalised
-    ``p``), runs in log space until ``log Z`` changes by less than ``tol``. Its fixed point is
-    exactly BAR's root, so the value should agree with :func:`bar_log_evidence`; the se is
-    BAR's asymptotic se at this value. Linear convergence: slow when overlap is poor.
-
-    Parameters
-    ----------
-    work_f, work_r : array_like, shape (run,)
-    tol : float, default 1e-10
-    maxiter : int, default 100000
-
-    Returns
-    -------
-    EvidenceEstimate
-        ``method = "histogram"``; diagnostics ``n_f``, ``n_r``, ``overlap``, ``iterations``,
-        ``converged``. Warns if not converged.
-
-    Examples
-    --------
-    >>> est = histogram_log_evidence([0.5, 1.5, 2.5], [-1.5, -0.5, 0.5])
-    >>> round(est.log_z, 6) == round(bar_log_evidence([0.5, 1.5, 2.5], [-1.5, -0.5, 0.5]).log_z, 6)
-    True
-    """
-    wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
-    nf, nr = wf.size, wr.size
-    u = np.concatenate([wf, -wr])
-    log_z = 0.5 * float(special.logsumexp(-wf) - np.log(nf) + np.log(nr) - special.logsumexp(-wr))
-    converged, iterations = False, 0
-    for iterations in range(1, maxiter + 1):  # noqa: B007
-        log_p = -np.logaddexp(np.log(nf), np.log(nr) - u - log_z)
-        new = float(special.logsumexp(log_p - u) - special.logsumexp(log_p))
-        change, log_z = abs(new - log_z), new
-        if change < tol:
-            converged = True
-            break
-    overlap, se = _bar_overlap_se(log_z, wf, wr)
-    diag = {
-        "n_f": float(nf),
-        "n_r": float(nr),
-        "overlap": overlap,
-        "iterations": float(iterations),
-        "converged": float(converged),
-    }
-    messages = [] if converged else [f"histogram iteration did not converge in {maxiter} steps"]
-    messages = emit_warnings(messages, ConvergenceWarning)
-    return EvidenceEstimate(log_z, se, "histogram", np.empty(0), np.empty(0), diag, messages)
-
-
 def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
     """A warning text when the forward (AIS) estimate lies clearly above the reverse one.
 
@@ -343,7 +305,7 @@ def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
     >>> len(crossing_messages(rng.normal(-2.0, 0.1, 500), rng.normal(-3.0, 0.1, 500)))
     1
     """
-    wf, wr = _works(work_f, "work_f"), _works(work_r, "work_r")
+    wf, wr = checked_works(work_f, "work_f"), checked_works(work_r, "work_r")
     lz_f, se_f = log_mean_exp_se(-wf)
     lz_r, se_r = log_mean_exp_se(-wr)
     lz_r = -lz_r

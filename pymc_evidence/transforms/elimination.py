@@ -165,12 +165,12 @@ def eliminate(model: pm.Model, discrete) -> Eliminated | None:
     at_start = graph_replace(pt.add(0.0, *children), kept, strict=False)
     new = pm.do(model, fixed)
     renamed = to_new_values(model, new, [total, at_start, *tables])
-    potential, *tables = _without_traces([renamed[0] - renamed[1], *renamed[2:]])
+    potential, *traceless = _without_traces([renamed[0] - renamed[1], *renamed[2:]])
     with new:
         pm.Potential("summed_out_discrete", potential)
     names = tuple(rv.name for rv in discrete)
     return Eliminated(
-        new, names, dict(zip(names, values, strict=True)), tuple(renamed[2:]), tuple(steps)
+        new, names, dict(zip(names, values, strict=True)), tuple(traceless), tuple(steps)
     )
 
 
