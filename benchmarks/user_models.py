@@ -3,8 +3,9 @@
 Ordered means (PyMC's ``ordered`` transform, whose prior is not renormalized: the truth
 integrates over the ordered region only), a zero-inflated Poisson, Poisson random
 intercepts, an ordered logistic regression with ordered cutpoints, a regression whose
-missing responses PyMC imputes, a truncated normal likelihood, and a hidden Markov chain
-of ``pm.Categorical`` steps. Every builder returns ``(model, log_z)``;
+missing responses PyMC imputes, a truncated normal likelihood, a hidden Markov chain of
+``pm.Categorical`` steps, a Beta-binomial hierarchy (42 parameters) and a negative binomial
+regression. Every builder returns ``(model, log_z)``;
 ``default_coverage.py`` and ``first_call.py --models`` take their names. Run this file to
 print each truth::
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from scipy import integrate, stats
-from scipy.special import expit, gammaln, logsumexp
+from scipy.special import betaln, expit, gammaln, logsumexp
 
 
 def _log_simpson(log_f, *axes):
@@ -192,6 +193,56 @@ def hidden_markov(T: int = 40):
     return model, _log_simpson(log_f, gs, gp, gp)
 
 
+def beta_binomial_groups(J: int = 40):
+    """Binomial successes per group with a Beta population (Gelman's rats, written as users
+    write it): ``theta_j ~ Beta(a, b)``, ``a, b ~ HalfNormal(10)``; 42 parameters. Each
+    group's Beta-binomial marginal is closed form; ``(a, b)`` on a log-spaced grid."""
+    rng = np.random.default_rng(38)
+    n = rng.integers(10, 30, J)
+    y = rng.binomial(n, rng.beta(2.0, 12.0, J))
+    with pm.Model() as model:
+        a = pm.HalfNormal("a", 10.0)
+        b = pm.HalfNormal("b", 10.0)
+        theta = pm.Beta("theta", a, b, shape=J)
+        pm.Binomial("y", n, theta, observed=y)
+    la, lb = np.linspace(-4, 4.5, 341), np.linspace(-3, 5.5, 341)
+    A, B = np.exp(la)[:, None, None], np.exp(lb)[None, :, None]
+    choose = gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)
+    log_lik = (
+        choose + betaln(y + A, n - y + B) - betaln(A, B)
+    ).sum(-1)  # fmt: skip
+    log_f = log_lik + stats.halfnorm.logpdf(A[..., 0], scale=10) + la[:, None]
+    log_f = log_f + stats.halfnorm.logpdf(B[..., 0], scale=10) + lb[None, :]
+    return model, _log_simpson(log_f, la, lb)
+
+
+def negative_binomial(n: int = 60):
+    """``pm.NegativeBinomial(mu=exp(a + b x), alpha)`` counts; ``a, b ~ N(0, 2)``,
+    ``alpha ~ Gamma(2, 0.5)``; truth on a 3-D grid."""
+    rng = np.random.default_rng(39)
+    x = rng.normal(size=n)
+    mu_true = np.exp(1.0 + 0.5 * x)
+    y = rng.negative_binomial(3.0, 3.0 / (3.0 + mu_true))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 2)
+        alpha = pm.Gamma("alpha", 2, 0.5)
+        pm.NegativeBinomial("y", mu=pm.math.exp(a + b * x), alpha=alpha, observed=y)
+    ga, gb, gal = np.linspace(0.2, 1.8, 161), np.linspace(-0.3, 1.3, 161), np.linspace(0.3, 20, 198)
+    log_f = np.empty((ga.size, gb.size, gal.size))
+    al = gal[None, :, None]
+    for i, av in enumerate(ga):
+        m = np.exp(av + gb[:, None, None] * x)  # (b, 1, n)
+        terms = (
+            gammaln(y + al) - gammaln(al) - gammaln(y + 1)
+            + al * np.log(al / (al + m)) + y * np.log(m / (al + m))
+        )  # fmt: skip
+        log_f[i] = terms.sum(-1)
+    log_f += stats.norm.logpdf(ga, 0, 2)[:, None, None] + stats.norm.logpdf(gb, 0, 2)[:, None]
+    log_f += stats.gamma.logpdf(gal, 2, scale=2.0)
+    return model, _log_simpson(log_f, ga, gb, gal)
+
+
 MODELS = {
     "ordered_means": ordered_means,
     "zero_inflated": zero_inflated,
@@ -200,6 +251,8 @@ MODELS = {
     "missing_responses": missing_responses,
     "truncated": truncated,
     "hidden_markov": hidden_markov,
+    "beta_binomial_groups": beta_binomial_groups,
+    "negative_binomial": negative_binomial,
 }
 
 
