@@ -191,6 +191,31 @@ class AdviResult:
     n_steps: int
 
 
+#: A step whose Monte Carlo ``E_q[log f]`` falls more than this many nats below the fit's
+#: median noisy ELBO of its last :data:`COLLAPSE_WINDOW` steps is skipped (and counted as a
+#: bad step). See :func:`_collapsed`.
+COLLAPSE_DROP = 1000.0
+COLLAPSE_WINDOW = 50
+
+
+def _collapsed(logps: np.ndarray, traces: np.ndarray, step: int) -> np.ndarray:
+    """Fits whose draws this step landed far out in a tail (``(r,)`` bool).
+
+    On a log-link model one draw in a tail (``exp(b)`` of a wide ``b``) gives a log density
+    of -1e50 and a gradient to match; Adam's moments keep it for hundreds of steps, and
+    full-rank fits of 20 Poisson intercepts that had reached an ELBO of -213 wandered to
+    ELBOs of -1e52 to -1e299. Such a step is skipped, as a non-finite one is.
+    """
+    if step < COLLAPSE_WINDOW:
+        return np.zeros(len(logps), dtype=bool)
+    recent = traces[:, step - COLLAPSE_WINDOW : step]
+    has = np.any(np.isfinite(recent), axis=1)
+    reference = np.full(len(logps), -np.inf)
+    reference[has] = np.nanmedian(recent[has], axis=1)
+    with np.errstate(invalid="ignore"):
+        return np.mean(logps, axis=1) < reference - COLLAPSE_DROP
+
+
 def _record_failures(bad, n_bad, errors, active, step, max_bad):
     """Count non-finite steps of the restarts ``bad``; drop those over the limit."""
     n_bad[bad] += 1
@@ -256,6 +281,7 @@ def run_advi(
         if idx.size == 0:
             break
         logps, grads, ok = _evaluate(density, params, eps, idx, fullrank)
+        ok &= ~_collapsed(logps, traces[idx], step)
         if not ok.all():
             _record_failures(idx[~ok], n_bad, errors, active, step, max_bad)
             idx, logps, grads = idx[ok], logps[ok], grads[ok]
