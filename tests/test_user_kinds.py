@@ -97,3 +97,18 @@ def test_poisson_random_intercepts_where_full_rank_advi_diverges():
         warnings.simplefilter("ignore", pme.BaseFitWarning)
         idata = pme.sample_evidence(model, random_seed=1, progressbar=False)
     assert_log_z(pme.log_evidence(idata), truth, abs_tol=0.15, label="Poisson intercepts")
+
+
+def test_an_advi_step_far_below_the_recent_elbo_is_skipped():
+    """The rule behind the previous test: more than 1000 nats below the median of the last
+    50 noisy ELBOs (NaN where a step was skipped), only once 50 steps have run."""
+    from pymc_evidence.base.advi import COLLAPSE_DROP, COLLAPSE_WINDOW, _collapsed
+
+    traces = np.full((3, 200), -200.0)
+    traces[2, 40:100] = np.nan  # skipped steps do not move the reference
+    logps = np.array([[-1150.0] * 4, [-1250.0] * 4, [-1.0e52] * 4])
+    assert COLLAPSE_DROP == 1000.0 and COLLAPSE_WINDOW == 50
+    assert _collapsed(logps, traces, 120).tolist() == [False, True, True]
+    assert not _collapsed(logps, traces, 30).any()
+    traces[2, 70:120] = np.nan  # no reference at all: nothing is skipped
+    assert _collapsed(logps, traces, 120).tolist() == [False, True, False]
