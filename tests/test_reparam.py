@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 import pymc as pm
-import pytest
 from _accuracy import assert_log_z
 from scipy import stats
 
@@ -198,12 +197,16 @@ def test_name_clash_and_unprovable_scale():
     assert {"a", "b_z", "b_z_1", "c"} == {v.name for v in new.free_RVs}
 
 
-def test_custom_initial_values_are_refused():
+def test_custom_initial_values_are_kept_where_the_variable_is():
+    """PyMC's ``fgraph_from_model`` refuses initial values; the copy sets them aside and
+    puts them back on the variables that are not rewritten (``b`` becomes ``b_z``)."""
     with pm.Model() as m:
         a = pm.Normal("a", 0.0, 1.0, initval=0.5)
-        pm.Normal("b", mu=a, sigma=1.0)
-    with pytest.raises(ValueError, match="initval"):
-        reparametrize(m)
+        pm.Normal("b", mu=a, sigma=1.0, initval=2.0)
+    new = reparametrize(m)
+    point = new.initial_point()
+    assert point["a"] == 0.5 and point["b_z"] == 0.0
+    assert m.rvs_to_initial_values[m["a"]] == 0.5  # the model is as it was
 
 
 def test_a_funnel_kept_as_written_anneals_from_the_prior():
