@@ -101,14 +101,18 @@ def test_poisson_random_intercepts_where_full_rank_advi_diverges():
 
 def test_an_advi_step_far_below_the_recent_elbo_is_skipped():
     """The rule behind the previous test: more than 1000 nats below the median of the last
-    50 noisy ELBOs (NaN where a step was skipped), only once 50 steps have run."""
-    from pymc_evidence.base.advi import COLLAPSE_DROP, COLLAPSE_WINDOW, _collapsed
+    complete window of 50 noisy ELBOs (NaN where a step was skipped), from step 50 on."""
+    from pymc_evidence.base.advi import COLLAPSE_DROP, COLLAPSE_WINDOW, _Collapse
 
     traces = np.full((3, 200), -200.0)
-    traces[2, 40:100] = np.nan  # skipped steps do not move the reference
-    logps = np.array([[-1150.0] * 4, [-1250.0] * 4, [-1.0e52] * 4])
+    traces[2, 60:90] = np.nan  # skipped steps do not move the reference
+    traces[1, 50:100] = -2000.0  # the reference follows the fit (its last window)
+    logps = np.array([[-1150.0] * 4, [-3100.0] * 4, [-1.0e52] * 4])
+    rows = np.arange(3)
     assert COLLAPSE_DROP == 1000.0 and COLLAPSE_WINDOW == 50
-    assert _collapsed(logps, traces, 120).tolist() == [False, True, True]
-    assert not _collapsed(logps, traces, 30).any()
-    traces[2, 70:120] = np.nan  # no reference at all: nothing is skipped
-    assert _collapsed(logps, traces, 120).tolist() == [False, True, False]
+    assert not _Collapse(3)(logps, traces, rows, 30).any()  # no window yet
+    collapsed = _Collapse(3)
+    assert collapsed(logps, traces, rows, 100).tolist() == [False, True, True]
+    assert collapsed(logps[1:], traces, rows[1:], 101).tolist() == [True, True]
+    traces[2, 100:150] = np.nan  # no reference at all: nothing is skipped
+    assert collapsed(logps, traces, rows, 150).tolist() == [False, True, False]

@@ -192,28 +192,34 @@ class AdviResult:
 
 
 #: A step whose Monte Carlo ``E_q[log f]`` falls more than this many nats below the fit's
-#: median noisy ELBO of its last :data:`COLLAPSE_WINDOW` steps is skipped (and counted as a
-#: bad step). See :func:`_collapsed`.
+#: median noisy ELBO of its last window of :data:`COLLAPSE_WINDOW` steps is skipped (and
+#: counted as a bad step). See :class:`_Collapse`.
 COLLAPSE_DROP = 1000.0
 COLLAPSE_WINDOW = 50
 
 
-def _collapsed(logps: np.ndarray, traces: np.ndarray, step: int) -> np.ndarray:
-    """Fits whose draws this step landed far out in a tail (``(r,)`` bool).
+class _Collapse:
+    """Fits whose draws this step landed far out in a tail (see :data:`COLLAPSE_DROP`).
 
     On a log-link model one draw in a tail (``exp(b)`` of a wide ``b``) gives a log density
     of -1e50 and a gradient to match; Adam's moments keep it for hundreds of steps, and
     full-rank fits of 20 Poisson intercepts that had reached an ELBO of -213 wandered to
-    ELBOs of -1e52 to -1e299. Such a step is skipped, as a non-finite one is.
+    ELBOs of -1e52 to -1e299. Such a step is skipped, as a non-finite one is. The reference
+    is the median of the last complete window of :data:`COLLAPSE_WINDOW` steps, computed
+    once a window (a median every step cost 0.1 ms, half a second a fit).
     """
-    if step < COLLAPSE_WINDOW:
-        return np.zeros(len(logps), dtype=bool)
-    recent = traces[:, step - COLLAPSE_WINDOW : step]
-    has = np.any(np.isfinite(recent), axis=1)
-    reference = np.full(len(logps), -np.inf)
-    reference[has] = np.nanmedian(recent[has], axis=1)
-    with np.errstate(invalid="ignore"):
-        return np.mean(logps, axis=1) < reference - COLLAPSE_DROP
+
+    def __init__(self, n_fits: int):
+        self.reference = np.full(n_fits, -np.inf)
+
+    def __call__(self, logps: np.ndarray, traces: np.ndarray, idx, step: int) -> np.ndarray:
+        if step >= COLLAPSE_WINDOW and step % COLLAPSE_WINDOW == 0:
+            recent = traces[:, step - COLLAPSE_WINDOW : step]
+            has = np.any(np.isfinite(recent), axis=1)
+            self.reference[:] = -np.inf
+            self.reference[has] = np.nanmedian(recent[has], axis=1)
+        with np.errstate(invalid="ignore"):
+            return np.mean(logps, axis=1) < self.reference[idx] - COLLAPSE_DROP
 
 
 def _record_failures(bad, n_bad, errors, active, step, max_bad):
@@ -274,6 +280,7 @@ def run_advi(
     schedule, max_bad = _Schedule(n_steps, early_stop), max(10, 0.1 * n_steps)
     tail_sum, n_tail = np.zeros_like(params), np.zeros(n_fits)
     n_bad, active, errors = np.zeros(n_fits, dtype=int), np.ones(n_fits, bool), [None] * n_fits
+    collapsed = _Collapse(n_fits)
     step = 0
     while step < schedule.end:
         eps = rng.standard_normal((n_fits, n_mc, d))
@@ -281,7 +288,7 @@ def run_advi(
         if idx.size == 0:
             break
         logps, grads, ok = _evaluate(density, params, eps, idx, fullrank)
-        ok &= ~_collapsed(logps, traces[idx], step)
+        ok &= ~collapsed(logps, traces, idx, step)
         if not ok.all():
             _record_failures(idx[~ok], n_bad, errors, active, step, max_bad)
             idx, logps, grads = idx[ok], logps[ok], grads[ok]
