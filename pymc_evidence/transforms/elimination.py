@@ -33,6 +33,7 @@ from .discrete_values import (
     draw_index,
     joint_values,
     log_value_count,
+    most_probable,
     to_new_values,
     values_at_initial_point,
 )
@@ -159,7 +160,7 @@ def eliminate(model: pm.Model, discrete) -> Eliminated | None:
     ]
     total, tables, steps = _eliminate(factors, order)
     at_point = values_at_initial_point(model, tables)
-    best = _backward(steps, [t[None] for t in at_point], _argmax)
+    best = _backward(steps, [t[None] for t in at_point], most_probable)
     fixed = {rv.name: values[i][best[i][0]] for i, rv in enumerate(discrete)}
     kept = dict(zip(zs, (pt.constant(fixed[rv.name]) for rv in discrete), strict=True))
     at_start = graph_replace(pt.add(0.0, *children), kept, strict=False)
@@ -172,11 +173,6 @@ def eliminate(model: pm.Model, discrete) -> Eliminated | None:
     return Eliminated(
         new, names, dict(zip(names, values, strict=True)), tuple(traceless), tuple(steps)
     )
-
-
-def _argmax(log_weights: np.ndarray) -> np.ndarray:
-    """The most probable value per row (a NaN weight counts as zero)."""
-    return np.argmax(np.where(np.isnan(log_weights), -np.inf, log_weights), axis=-1)
 
 
 def _without_traces(graphs) -> list:

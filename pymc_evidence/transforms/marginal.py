@@ -39,6 +39,7 @@ from .discrete_values import (
     finite_support,
     joint_values,
     log_value_count,
+    model_terms,
     start_index,
     to_new_values,
     values_at_initial_point,
@@ -165,16 +166,14 @@ def _sum_elementwise(model, rv) -> SummedOut | None:
 def _elementwise_terms(model, rv, z):
     """``(own, children)``: elementwise log density terms of ``rv`` and of the variables
     that depend on it, each of ``rv``'s shape; ``(None, None)`` when one is not."""
-    shape = model.initial_point()[rv.name].shape
-    own = model.logp(vars=[rv], jacobian=True, sum=False)[0]
-    children = []
-    for other in [*model.basic_RVs, *model.potentials]:
-        if other is rv:
-            continue
-        term = model.logp(vars=[other], jacobian=True, sum=False)[0]
-        if z in set(ancestors([term])):
-            children.append(term)
     point = model.initial_point()
+    shape = point[rv.name].shape
+    own, children = None, []
+    for other, term in model_terms(model):
+        if other is rv:
+            own = term
+        elif z in set(ancestors([term])):
+            children.append(term)
     for term in (own, *children):
         inputs = [v for v in model.value_vars if v in set(ancestors([term]))]
         value = compile_fn(inputs, term, jit=False)(*[point[v.name] for v in inputs])
