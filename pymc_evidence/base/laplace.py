@@ -23,7 +23,7 @@ from .batched_logp import batched_logp
 from .gaussian import GaussianBase
 from .space import ModelSpace
 
-__all__ = ["Mode", "ascend_into", "find_modes"]
+__all__ = ["Mode", "ascend", "ascend_into", "find_modes"]
 
 #: Two ascents ending within this Mahalanobis distance (either mode's scale) are one mode.
 _SAME_MODE = 3.0
@@ -54,7 +54,10 @@ def _hessian(density, x: np.ndarray, step: float = 1e-5) -> np.ndarray:
     return 0.5 * (h + h.T)
 
 
-def _ascend(logp_dlogp, x0: np.ndarray, maxiter: int):
+def ascend(logp_dlogp, x0: np.ndarray, maxiter: int):
+    """``(x, log f(x))`` at the end of an L-BFGS ascent of ``logp_dlogp`` (``x -> (log f,
+    grad)`` at one vector) from ``x0``; a non-finite value or gradient counts as a wall."""
+
     def negative(x):
         logp, grad = logp_dlogp(x)
         if not np.isfinite(logp) or not np.all(np.isfinite(grad)):
@@ -114,7 +117,7 @@ def ascend_into(space, density, starts, kept: list[Mode], *, maxiter=500, callba
             callback(i, len(starts))
         if not np.isfinite(logp_dlogp(x0)[0]):
             continue
-        x, log_f = _ascend(logp_dlogp, x0, maxiter)
+        x, log_f = ascend(logp_dlogp, x0, maxiter)
         mode = _laplace(space, density, x, log_f) if np.isfinite(log_f) else None
         if mode is None:
             continue

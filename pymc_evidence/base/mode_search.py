@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..estimators.diagnostics import BaseFitWarning
+from .component_starts import component_starts
 from .laplace import Mode, ascend_into
 from .mixture import MixtureBase
 from .prior import prior_draws
@@ -86,7 +87,9 @@ def _offset(callback, done: int, n: int):
 
 
 def search_modes(space: ModelSpace, base, density, rng, *, callback=None):
-    """Modes of the posterior from the initial point, the base's means and prior draws.
+    """Modes of the posterior from the initial point, the base's means, the modes of a
+    mixture likelihood's components (:mod:`~pymc_evidence.base.component_starts`) and prior
+    draws.
 
     The prior starts come in batches (:data:`N_PRIOR_STARTS`, then doubling) while the
     basins they reach say that much of the prior lies in basins none reached
@@ -102,6 +105,7 @@ def search_modes(space: ModelSpace, base, density, rng, *, callback=None):
     """
     kept: list[Mode] = []
     fixed = mode_starts(space, base)
+    fixed = np.vstack([fixed, component_starts(space, fixed[0])])
     ascend_into(space, density, fixed, kept, callback=callback)
     n, cap = N_PRIOR_STARTS, MAX_PRIOR_STARTS
     if space.ndim > SMALL_DIM:

@@ -4,10 +4,11 @@ Bridge sampling can only see the mass its posterior draws sample. A narrow mode 
 most of the evidence inside a broad one (a spike in a bump) is never entered by NUTS chains
 that start in the bump, and the estimate is the bump's mass alone, with a small se.
 
-A quasi-Newton ascent of ``log f`` from the model's initial point and from each cluster's
-mean (:func:`~pymc_evidence.base.laplace.find_modes`) climbs into such a mode when its
-basin holds one of those points; ascents from a few prior draws also find a mirror mode
-that every chain missed (``y ~ N(theta^2, 1)`` with all chains at ``theta > 0``). A mode
+A quasi-Newton ascent of ``log f`` (:func:`~pymc_evidence.base.laplace.find_modes`) from
+the model's initial point, from each cluster's mean and from the modes of a mixture
+likelihood's components (:mod:`~pymc_evidence.base.component_starts`) climbs into such a
+mode when its basin holds one of those points; ascents from a few prior draws also find a
+mirror mode that every chain missed (``y ~ N(theta^2, 1)`` with all chains at ``theta > 0``). A mode
 is *missed* when no posterior draw comes within Mahalanobis distance
 ``sqrt(chi2.ppf(0.999, d))`` of it in its own Laplace metric (a draw of the Laplace
 Gaussian itself lies that close with probability 0.999). A missed mode whose
@@ -25,6 +26,7 @@ from scipy import linalg, stats
 
 from ..base.advi import BaseFitError, evaluate_bases
 from ..base.batched_logp import batched_logp
+from ..base.component_starts import component_starts
 from ..base.laplace import find_modes
 from ..base.mode_search import N_PRIOR_STARTS as BASE_PRIOR_STARTS
 from ..base.mode_search import N_PRIOR_STARTS_LARGE, SMALL_DIM
@@ -55,12 +57,13 @@ N_EVAL = 2000
 
 
 def _starts(space, x, clusters, rng) -> np.ndarray:
-    """The model's initial point, each cluster's mean and a few prior draws (unconstrained
-    space)."""
+    """The model's initial point, each cluster's mean, the modes of a mixture likelihood's
+    components and a few prior draws (unconstrained space)."""
     means = [x[idx].reshape(-1, x.shape[-1]).mean(axis=0) for idx in clusters]
     n = N_PRIOR_STARTS if space.ndim <= SMALL_DIM else N_PRIOR_STARTS_LARGE
     prior = prior_draws(space, n, rng)
-    return np.vstack([space.initial_x()[None, :], *means, *prior])
+    start = space.initial_x()
+    return np.vstack([start[None, :], *means, component_starts(space, start), *prior])
 
 
 def visited(mode, flat: np.ndarray) -> bool:

@@ -43,8 +43,8 @@ from pytensor.graph.basic import Constant
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
+from ..base.model_copy import model_fgraph, with_initvals
 from ..estimators.diagnostics import ModelWarning
-from .model_copy import model_fgraph, with_initvals
 
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
     from pytensor.graph.traversal import ancestors

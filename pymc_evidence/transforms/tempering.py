@@ -25,9 +25,9 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
 from ..base.gaussian import BaseDensity, graph_form
+from ..base.model_copy import copy_model
 from ..base.space import model_space
 from ..hygiene import check_model
-from .model_copy import copy_model
 from .tempered_draws import warn_tempered_draws
 
 __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_terms"]
