@@ -14,25 +14,26 @@ process, whatever ran before.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import warnings
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .base import GaussianBase, fit_base, model_space
+from .base import fit_base, model_space
+from .base.batched_logp import batched_logp
 from .base.space import ModelSpace
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .estimators.diagnostics import BaseFitWarning
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
-from .transforms.marginal import SummedOut, sum_out_discrete
-from .transforms.reparam import centred_scales, reparam_info, reparametrize
+from .transforms.gaussian_latent import GaussianOut
+from .transforms.marginal import SummedOut
+from .transforms.prepared import reparametrized, summed_out
+from .transforms.reparam import centred_scales, reparam_info
 
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
@@ -53,57 +54,6 @@ FULLRANK_TRY_MAX_DIM = 100
 _log = logging.getLogger("pymc_evidence")
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
-_UNIT_BASES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_REPARAMETRIZED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_SUMMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _unit_base(space: ModelSpace) -> GaussianBase:
-    """A standard normal base on ``space``, one per model, so that the batched ``log f``
-    compiled with it is reused whatever else the model is used for."""
-    if space.model not in _UNIT_BASES:
-        _UNIT_BASES[space.model] = GaussianBase(
-            np.zeros(space.ndim),
-            np.eye(space.ndim),
-            0.0,
-            "moments",
-            names=space.names,
-            sizes=space.sizes,
-        )
-    return _UNIT_BASES[space.model]
-
-
-def _fingerprint(model: pm.Model) -> tuple:
-    """What a reparametrised copy depends on: the variables, the coords and the values of
-    the data containers (the copy holds copies of them, so ``pm.set_data`` must show)."""
-    data = tuple(
-        (v.name, hashlib.blake2b(np.ascontiguousarray(v.get_value()).tobytes()).hexdigest())
-        for v in model.data_vars
-    )
-    coords = tuple((k, None if v is None else tuple(v)) for k, v in model.coords.items())
-    return tuple(model.named_vars), data, coords
-
-
-def _reparametrized(source: pm.Model) -> pm.Model:
-    """:func:`~pymc_evidence.transforms.reparametrize` of ``source``, made once while the
-    model is unchanged, so that the functions compiled for it are reused by later calls
-    (a warm ``smc`` on the centred eight schools: 2.0 s with a new copy per call)."""
-    fingerprint = _fingerprint(source)
-    cached = _REPARAMETRIZED.get(source)
-    if cached is None or cached[0] != fingerprint:
-        cached = _REPARAMETRIZED[source] = (fingerprint, reparametrize(source))
-    return cached[1]
-
-
-def _summed_out(source: pm.Model) -> SummedOut | None:
-    """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source``, made once
-    while the model is unchanged (as :func:`_reparametrized`), or None without discrete
-    variables."""
-    fingerprint = _fingerprint(source)
-    cached = _SUMMED.get(source)
-    if cached is None or cached[0] != fingerprint:
-        cached = _SUMMED[source] = (fingerprint, sum_out_discrete(source))
-    return cached[1]
 
 
 def seed_sequence(random_seed) -> np.random.SeedSequence:
@@ -174,8 +124,9 @@ class EvidenceProblem:
     method_slot: int = 0
     #: The NUTS backends the call's runs used (recorded in the results' attributes).
     nuts_used: set = field(default_factory=set)
-    #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`).
-    summed: SummedOut | None = None
+    #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`)
+    #: or a Gaussian latent integrated (:mod:`~pymc_evidence.transforms.gaussian_latent`).
+    summed: SummedOut | GaussianOut | None = None
 
     @classmethod
     def build(
@@ -191,22 +142,26 @@ class EvidenceProblem:
     ) -> EvidenceProblem:
         """Check ``model`` (once) and prepare its space; nothing is fitted or sampled yet.
 
-        ``reparam="auto"`` works on the non-centred form of the model when it has centred
-        location-scale variables (``reparam=None`` keeps the model as written). A fitted
-        ``base`` object lives on the model as written, so it turns ``"auto"`` off.
+        ``reparam="auto"`` integrates Gaussian latents of a Gaussian likelihood out
+        (:mod:`~pymc_evidence.transforms.gaussian_latent`) and works on the non-centred form
+        of the model when it has centred location-scale variables (``reparam=None`` keeps
+        the model as written, its discrete variables summed out). A fitted ``base`` object
+        lives on the model as written, so it turns ``"auto"`` off.
         """
         source = pm.modelcontext(model)
-        summed = _summed_out(source)
-        check_model(source, potentials=potentials, discrete=summed is not None)
         if isinstance(base, str) and base not in BASE_CHOICES:
             raise ValueError(f"base must be one of {BASE_CHOICES} or a fitted base, got {base!r}")
         if reparam not in ("auto", None):
             raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
+        auto = reparam == "auto" and (base is None or isinstance(base, str))
+        summed = summed_out(source, integrate=auto)
+        discrete = summed is not None and not isinstance(summed, GaussianOut)
+        check_model(source, potentials=potentials, discrete=discrete)
         model = source if summed is None else summed.model
         if summed is not None:
             potentials = "likelihood"  # the sum is a potential; the source's were checked
-        if reparam == "auto" and (base is None or isinstance(base, str)):
-            model = _reparametrized(model)
+        if auto:
+            model = reparametrized(model)
         return cls(
             model=model,
             source=source,
@@ -218,6 +173,11 @@ class EvidenceProblem:
             base_spec=base,
             base_kwargs=dict(base_kwargs or {}),
         )
+
+    @property
+    def integrated(self) -> tuple[str, ...]:
+        """Names of the Gaussian latents integrated out of the problem's model."""
+        return self.summed.names if isinstance(self.summed, GaussianOut) else ()
 
     @property
     def reparametrized(self) -> tuple[str, ...]:
@@ -331,7 +291,7 @@ class EvidenceProblem:
     def log_f(self, x: np.ndarray) -> np.ndarray:
         """The model's joint log density (Jacobians included) at every row of ``x`` (any
         leading shape), by one compiled batched function, in chunks of :data:`CHUNK` rows."""
-        density = batched_log_densities(self.model, _unit_base(self.space))
+        density = batched_logp(self.space)
         flat = np.asarray(x, dtype=float).reshape(-1, self.space.ndim)
         out = [density(flat[i : i + CHUNK])[0] for i in range(0, flat.shape[0], CHUNK)]
         return np.concatenate(out).reshape(np.shape(x)[:-1])

@@ -144,10 +144,15 @@ def sample_evidence(
         ``nuts_sampler="numpyro"`` or ``"blackjax"`` (or nutpie) for them.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
-        terms as part of the likelihood) and ``reparam`` (``"auto"``, default: work on the
-        non-centred form of centred location-scale variables, see
+        terms as part of the likelihood) and ``reparam`` (``"auto"``, default: integrate
+        Gaussian latents of a Gaussian likelihood out, such as the values of a
+        ``pm.gp.Latent`` with Gaussian noise, see
+        :func:`pymc_evidence.transforms.gaussian_latent.integrate_gaussian_latent`, and work
+        on the non-centred form of centred location-scale variables, see
         :func:`pymc_evidence.transforms.reparametrize`; ``log Z`` is unchanged and the
-        posterior keeps the variables as written; ``None`` keeps the model as written).
+        posterior keeps the variables as written, the integrated ones drawn from their
+        Gaussian conditional; the attributes ``integrated`` and ``reparametrized`` name
+        them; ``None`` keeps the model as written).
         A fitted ``base`` or a ``posterior`` of the model as written turns ``"auto"`` off.
 
         For the CT methods:
@@ -340,6 +345,7 @@ def _call_attrs(problem) -> dict:
     attrs = {
         "random_seed_entropy": str(problem.seed.entropy),
         "reparametrized": ",".join(problem.reparametrized),
+        "integrated": ",".join(problem.integrated),
     }
     if problem.nuts_used:
         attrs.update(draws=int(sampling.draws), tune=int(sampling.tune))

@@ -13,10 +13,15 @@ which keeps it only if it reaches a mode the fit missed and the rules of
 :func:`~pymc_evidence.base.modes.add_missed_modes` accept.
 
 The copy runs without JIT (PyTensor's Python linker): a few hundred calls per component.
-Mixtures written by hand (a ``pm.Potential`` of a ``logsumexp``) are not recognised.
+Its function is built once per model and mixture variable (0.5 s of PyTensor's rewriting,
+a fifth of a warm call on the 3-component mixture when it was built per call) and kept
+while the model lives. Mixtures written by hand (a ``pm.Potential`` of a ``logsumexp``)
+are not recognised.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 import pytensor
@@ -33,6 +38,9 @@ __all__ = ["component_starts", "mixture_sizes"]
 
 #: Iterations of each component's ascent.
 MAXITER = 500
+
+#: model -> {mixture name: (x -> (log f, grad), one-hot shared variable) or None}
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def mixture_sizes(model) -> dict[str, int]:
@@ -79,6 +87,20 @@ def _logp_dlogp(space: ModelSpace, model):
     return logp_dlogp
 
 
+def _component_density(space: ModelSpace, name: str, k: int):
+    """``(logp_dlogp, onehot)`` of the copy with mixture ``name``'s weights one-hot (built
+    once per model), or None where PyMC cannot copy or differentiate the graph."""
+    per_model = _CACHE.setdefault(space.model, {})
+    if name not in per_model:
+        try:
+            copy, onehot = _one_component(space.model, name, k)
+            same = sorted(v.name for v in copy.value_vars) == sorted(space.names)
+            per_model[name] = (_logp_dlogp(space, copy), onehot) if same else None
+        except Exception:  # no starts from this variable
+            per_model[name] = None
+    return per_model[name]
+
+
 def component_starts(space: ModelSpace, start: np.ndarray) -> np.ndarray:
     """The modes, one per component and mixture variable, of the model with that component
     alone, each climbed from ``start``; shape ``(m, d)`` (``m = 0`` for a model without a
@@ -99,13 +121,10 @@ def component_starts(space: ModelSpace, start: np.ndarray) -> np.ndarray:
     """
     points = []
     for name, k in mixture_sizes(space.model).items():
-        try:
-            copy, onehot = _one_component(space.model, name, k)
-            if sorted(v.name for v in copy.value_vars) != sorted(space.names):
-                continue
-            logp_dlogp = _logp_dlogp(space, copy)
-        except Exception:  # a graph PyMC cannot copy or differentiate: no starts from it
+        built = _component_density(space, name, k)
+        if built is None:
             continue
+        logp_dlogp, onehot = built
         for j in range(k):
             onehot.set_value(np.eye(k)[j])
             x, log_f = ascend(logp_dlogp, np.asarray(start, dtype=float), MAXITER)

@@ -1,0 +1,65 @@
+"""The model transformations of a call that leave ``log Z`` unchanged, each made once.
+
+A call's problem (:class:`~pymc_evidence.problem.EvidenceProblem`) works on a copy of the
+user's model: its discrete variables summed out (:mod:`.marginal`), its Gaussian latents
+integrated (:mod:`.gaussian_latent`), its centred location-scale variables non-centred
+(:mod:`.reparam`). Each copy is kept, keyed weakly by the user's model, while the model's
+variables, coords and data are unchanged (:func:`fingerprint`), so that the functions
+compiled for it are reused by later calls (a warm ``smc`` on the centred eight schools:
+2.0 s with a new copy per call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+
+import numpy as np
+import pymc as pm
+
+from .gaussian_latent import GaussianOut, integrate_gaussian_latent
+from .marginal import SummedOut, sum_out_discrete
+from .reparam import reparametrize
+
+__all__ = ["fingerprint", "reparametrized", "summed_out"]
+
+_REPARAMETRIZED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SUMMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fingerprint(model: pm.Model) -> tuple:
+    """What a reparametrised copy depends on: the variables, the coords and the values of
+    the data containers (the copy holds copies of them, so ``pm.set_data`` must show)."""
+    data = tuple(
+        (v.name, hashlib.blake2b(np.ascontiguousarray(v.get_value()).tobytes()).hexdigest())
+        for v in model.data_vars
+    )
+    coords = tuple((k, None if v is None else tuple(v)) for k, v in model.coords.items())
+    return tuple(model.named_vars), data, coords
+
+
+def reparametrized(source: pm.Model) -> pm.Model:
+    """:func:`~pymc_evidence.transforms.reparametrize` of ``source``, made once while the
+    model is unchanged."""
+    stamp = fingerprint(source)
+    cached = _REPARAMETRIZED.get(source)
+    if cached is None or cached[0] != stamp:
+        cached = _REPARAMETRIZED[source] = (stamp, reparametrize(source))
+    return cached[1]
+
+
+def summed_out(source: pm.Model, integrate: bool) -> SummedOut | GaussianOut | None:
+    """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source`` or, without
+    discrete variables and with ``integrate``, :func:`~pymc_evidence.transforms.
+    gaussian_latent.integrate_gaussian_latent`; each made once while the model is unchanged
+    (as :func:`reparametrized`); None when neither applies."""
+    stamp = fingerprint(source)
+    cached = _SUMMED.setdefault(source, {})
+    for key, make in (("discrete", sum_out_discrete), ("gaussian", integrate_gaussian_latent)):
+        if key == "gaussian" and not integrate:
+            return None
+        if key not in cached or cached[key][0] != stamp:
+            cached[key] = (stamp, make(source))
+        if cached[key][1] is not None:
+            return cached[key][1]
+    return None
