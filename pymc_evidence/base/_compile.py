@@ -289,6 +289,8 @@ def compile_rows(
     backend = current_backend() if backend is None else resolve_backend(backend)
     if backend == "auto" and not jax_accelerator() and gathers_data(outputs):
         backend = "default"
+    if backend == "auto" and _old_jax_solves(outputs):
+        backend = "default"
     if uses_jax(backend) and (vectorize or backend == "jax"):
         try:
             return True, compile_rows_jax(flat, outputs, what=what, ndim=_length(flat, ndim))
@@ -304,6 +306,26 @@ def compile_rows(
         except Exception as err:  # any op that cannot be batched
             _warn_unbatched(err, what, category, stacklevel)
     return False, compile_fn([flat], outputs)
+
+
+def _old_jax_solves(outputs) -> bool:
+    """True for a graph with a triangular solve when jax is older than 0.11 (the last jax
+    for Python 3.11 is 0.10.2): there the second batched call of 512 rows or more of a
+    Gaussian latent's marginal (:mod:`pymc_evidence.transforms.gaussian_latent`) never
+    returned on a 2-core machine, where 256 rows and the joint form with its Cholesky
+    factor ran. Such graphs take PyTensor's default linker on ``"auto"``."""
+    import jax
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.slinalg import SolveTriangular
+
+    if tuple(int(p) for p in jax.__version__.split(".")[:2]) >= (0, 11):
+        return False
+    graphs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+    for var in ancestors(graphs):
+        op = getattr(var.owner, "op", None)
+        if isinstance(getattr(op, "core_op", op), SolveTriangular):
+            return True
+    return False
 
 
 #: Fewest elements of an indexed gather (``a[idx]``) or scatter for :func:`gathers_data`.
