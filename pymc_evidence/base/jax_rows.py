@@ -21,7 +21,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import threading
 
 import numpy as np
 
@@ -160,11 +159,6 @@ class JaxRows:
     :data:`JAX_MAX_ROWS` rows go in chunks of that many. ``jax.jit`` compiles once per
     input shape, so particle counts that change (ARM, the last chunk of a long evaluation)
     reuse a few compiled shapes instead of compiling for each.
-
-    Threads (the independent runs of ``smc``) call it one at a time: with jax 0.10 two
-    concurrent executions of a graph with a Cholesky factor (a latent GP) deadlocked on a
-    2-core machine. The threads still overlap everything around the call (the base's
-    density, the HMC steps' numpy work).
     """
 
     def __init__(self, fn, shared, what: str, ndim: int, single: bool = False):
@@ -172,7 +166,6 @@ class JaxRows:
         self.single = single  # one output graph: return its array, not a list of one
         self.max_rows = sys.maxsize if jax_accelerator() else JAX_MAX_ROWS
         self._values: list = [None] * len(self.shared)  # (host array, device array)
-        self._lock = threading.Lock()
 
     def _shared_values(self) -> list:
         """The device copies of the shared variables' values, renewed when one changed."""
@@ -216,11 +209,10 @@ class JaxRows:
         if size > n:
             fill = xs[-1:] if n else np.zeros((1, xs.shape[1]))
             padded = np.concatenate([xs, np.repeat(fill, size - n, axis=0)])
-        with self._lock:  # one XLA execution at a time (see the class docstring)
-            out = self.fn(padded, *self._shared_values())
-            if not isinstance(out, list | tuple):
-                out = [out]
-            out = [_cut(o, n) for o in out]
+        out = self.fn(padded, *self._shared_values())
+        if not isinstance(out, list | tuple):
+            out = [out]
+        out = [_cut(o, n) for o in out]
         return out[0] if self.single else out
 
 
