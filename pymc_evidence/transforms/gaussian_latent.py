@@ -15,12 +15,12 @@ on ``v`` and whose mean is affine in ``v`` (the gradient of ``sum(μ_y * u)`` wi
 ``v`` at zero with :func:`pymc.do` and adds the potential ``log N(y; marginal) - log N(y;
 μ_y(0), σ_y)``, as :mod:`~pymc_evidence.transforms.marginal` does for discrete variables;
 the posterior draws of ``v`` come back from its Gaussian conditional given ``θ`` and ``y``
-(:meth:`GaussianOut.draw`). Several such latents of the same ``y`` (a regression's
-intercept and slopes) are integrated together, where its mean is jointly affine in them.
+(:meth:`GaussianOut.draw`). Several such latents of the same ``y`` are integrated
+together, where its mean is jointly affine in them.
 The marginal costs a Cholesky factor of order ``min(ny, nv)`` per evaluation; above
-:data:`MAX_COST` the latents are left in the model, and so they are where their conditional
-covariance is the same at every value of the other variables (a regression with known noise
-and fixed priors: its posterior is Gaussian, which the fitted bases hold exactly).
+:data:`MAX_COST` the latents are left in the model, and so they are where the loadings ``A``
+do not depend on the other free variables (hierarchies and regressions: see
+:func:`_varying`).
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def _cost(ny: int, nv: int) -> int:
 
 def _candidate(model: pm.Model):
     """``(latents, y, A, b)`` for the first observed ``Normal`` whose free ``Normal``
-    parents enter nothing else, jointly affinely, within :data:`MAX_COST`, and whose
-    conditional covariance depends on another free variable; else None."""
+    parents enter nothing else, jointly affinely, within :data:`MAX_COST`, with loadings
+    that depend on another free variable (:func:`_varying`); else None."""
     groups: dict = {}
     for rv in model.free_RVs:
         if not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv):
@@ -155,20 +155,21 @@ def _candidate(model: pm.Model):
         if not isinstance(y.owner.op, NormalRV) or _cost(_size(y), nv) > MAX_COST:
             continue
         parts = _affine_parts(latents, y) if _size(y) else None
-        if parts is not None and _varying(model, latents, y, parts[0]):
+        if parts is not None and _varying(model, latents, parts[0]):
             return latents, y, *parts
     return None
 
 
-def _varying(model, latents, y, a) -> bool:
-    """Whether the latents' conditional covariance ``(S^-1 + A^T D^-1 A)^-1`` depends on a
-    free variable. Where it does not (a regression with known noise and fixed priors) the
-    posterior is exactly Gaussian, the fitted bases already hold it, and the methods keep
-    working on the model as written."""
-    scales = [a, y.owner.op.dist_params(y.owner)[1]]
-    scales += [v.owner.op.dist_params(v.owner)[1] for v in latents]
+def _varying(model, latents, a) -> bool:
+    """Whether the loadings ``A`` depend on another free variable (a GP's Cholesky factor
+    of its kernel's amplitude and lengthscale): the latents' conditional correlations then
+    change across the posterior, which no fitted Gaussian base holds. Where only the scales
+    vary (the group effects of a hierarchy, a regression's coefficients with unknown noise)
+    the model keeps its form: the non-centred joint space is right there, and the 2-d
+    marginal of eight schools, whose ``log tau`` has an exponential tail the bases do not
+    reach, was low by 0.03-0.04 nats at 2-3 se on 3 of 10 seeds."""
     others = [rv for rv in model.free_RVs if rv not in latents]
-    return not _free_of(pt.add(*(pt.sum(g) for g in scales)), others)
+    return not _free_of(pt.sum(a), others)
 
 
 def _log_normal(a, resid, var_v, var_y, ny: int, nv: int):
