@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 import xarray as xr
 from pytensor.graph.traversal import ancestors
 
-from ..base._compile import without_tracebacks
+from ..base._compile import no_jit_mode, without_tracebacks
 from ..base.space import model_space
 from ..compat import get_group, group_names, set_group
 
@@ -58,7 +59,9 @@ def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.
     if not stale:
         return post
     inputs = post[[rv.name for rv in source.free_RVs]]
-    fresh = pm.compute_deterministics(
-        inputs, var_names=stale, model=source, progressbar=False, merge_dataset=False
-    )
+    with pytensor.config.change_flags(cxx=""):  # no JIT: numba took 6.8 s for a GP's f
+        fresh = pm.compute_deterministics(
+            inputs, var_names=stale, model=source, progressbar=False, merge_dataset=False,
+            compile_kwargs={"mode": no_jit_mode()},
+        )  # fmt: skip
     return post.assign({name: fresh[name] for name in stale})

@@ -45,6 +45,7 @@ __all__ = [
     "BACKENDS",
     "compile_fn",
     "compile_rows",
+    "no_jit_mode",
     "current_backend",
     "resolve_backend",
     "use_backend",
@@ -57,7 +58,7 @@ BACKENDS = ("auto", "default", "jax")
 _BACKEND: ContextVar[str] = ContextVar("pymc_evidence_backend", default="auto")
 
 
-def _no_jit_mode():
+def no_jit_mode():
     """PyTensor's Python linker with PyMC's rewrites but no fusion (a fused ``Composite``
     runs element by element in Python; its parts run as numpy ufuncs)."""
     from pytensor.compile.mode import Mode
@@ -76,7 +77,7 @@ def compile_fn(inputs, outputs, *, jit: bool = True, **kwargs):
         return _pymc_compile(inputs, outputs, **kwargs)
     import pytensor
 
-    kwargs.setdefault("mode", _no_jit_mode())
+    kwargs.setdefault("mode", no_jit_mode())
     with pytensor.config.change_flags(cxx=""):  # inner graphs (rewrites make some) too
         return _pymc_compile(inputs, outputs, **kwargs)
 
