@@ -310,11 +310,10 @@ def compile_rows(
 
 
 def _old_jax_solves(outputs) -> bool:
-    """True for a graph with a triangular solve when jax is older than 0.11 (the last jax
-    for Python 3.11 is 0.10.2): there the second batched call of 512 rows or more of a
-    Gaussian latent's marginal (:mod:`pymc_evidence.transforms.gaussian_latent`) never
-    returned on a 2-core machine, where 256 rows and the joint form with its Cholesky
-    factor ran. Such graphs take PyTensor's default linker on ``"auto"``."""
+    """True for a graph with a triangular solve under jax < 0.11 (0.10.2 is the last for
+    Python 3.11): a GP marginal's second batched call of 512+ rows
+    (:mod:`pymc_evidence.transforms.gaussian_latent`) never returned there (256 rows and
+    the joint form ran). Such graphs take PyTensor's default linker on ``"auto"``."""
     import jax
     from pytensor.graph.traversal import ancestors
     from pytensor.tensor.slinalg import SolveTriangular
