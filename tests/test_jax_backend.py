@@ -70,7 +70,13 @@ def test_batched_logp_matches_default_backend(name):
     rows = np.random.default_rng(0).normal(0.0, 2.0, size=(37, space.ndim))
     default, on_jax = batched_logp(space, backend="default"), batched_logp(space, backend="jax")
     assert on_jax is not default and on_jax.backend == "jax" and on_jax.vectorized
-    assert default.backend == "default" and batched_logp(space).backend == "jax"  # "auto"
+    # "auto": JAX, but the default linker for a triangular solve under jax < 0.11 (a GP
+    # marginal's batched calls of 512+ rows hung there; the correlated prior has one)
+    import jax
+
+    old_jax = tuple(int(p) for p in jax.__version__.split(".")[:2]) < (0, 11)
+    auto = "default" if old_jax and name == "correlated" else "jax"
+    assert default.backend == "default" and batched_logp(space).backend == auto
     logp, grad = default(rows)
     logp_jax, grad_jax = on_jax(rows)
     assert type(logp_jax) is np.ndarray and logp_jax.dtype == np.float64
