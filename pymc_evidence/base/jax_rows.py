@@ -192,17 +192,19 @@ class JaxRows:
 
     def __call__(self, xs):
         xs = np.asarray(xs, dtype=np.float64)
-        if len(xs) > self.max_rows:
-            parts = [
-                self._rows(xs[i : i + self.max_rows]) for i in range(0, len(xs), self.max_rows)
-            ]
-            if self.single:
-                return np.concatenate(parts)
-            return [np.concatenate(chunks) for chunks in zip(*parts, strict=True)]
-        return self._rows(xs)
+        step = self.max_rows
+        # every chunk dispatched before any is read back: XLA runs one while the next goes in
+        calls = [self._dispatch(xs[i : i + step]) for i in range(0, max(len(xs), 1), step)]
+        parts = [[_cut(o, n) for o in out] for out, n in calls]
+        if len(parts) == 1:
+            out = parts[0]
+        else:
+            out = [np.concatenate(chunks) for chunks in zip(*parts, strict=True)]
+        return out[0] if self.single else out
 
-    def _rows(self, xs):
-        """The outputs at the rows of ``xs`` (at most :attr:`max_rows`), in one padded call."""
+    def _dispatch(self, xs):
+        """The device outputs at the rows of ``xs`` (at most :attr:`max_rows`), from one
+        padded call, and the number of rows to keep."""
         n = len(xs)
         size = max(JAX_MIN_ROWS, 1 << max(n - 1, 0).bit_length())
         padded = xs
@@ -210,10 +212,7 @@ class JaxRows:
             fill = xs[-1:] if n else np.zeros((1, xs.shape[1]))
             padded = np.concatenate([xs, np.repeat(fill, size - n, axis=0)])
         out = self.fn(padded, *self._shared_values())
-        if not isinstance(out, list | tuple):
-            out = [out]
-        out = [_cut(o, n) for o in out]
-        return out[0] if self.single else out
+        return (out if isinstance(out, list | tuple) else [out]), n
 
 
 def _cut(out, n: int) -> np.ndarray:

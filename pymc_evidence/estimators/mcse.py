@@ -22,6 +22,7 @@ __all__ = [
     "log_ratio_of_means",
     "ratio_influence",
     "chain_agreement_pvalue",
+    "grouped_jackknife_se",
 ]
 
 #: Fewest draws per chain for which autocorrelations are estimated.
@@ -235,6 +236,44 @@ def chain_agreement_pvalue(x) -> float:
         return float("nan")
     q = float(np.sum((means - means.mean()) ** 2) / common_var)
     return float(stats.chi2.sf(q, x.shape[0] - 1))
+
+
+def grouped_jackknife_se(estimate_of, groups) -> float:
+    """Jackknife standard error of an estimate over groups of its inputs, left out in turn.
+
+    ``se^2 = (G - 1) / G * sum_g (theta_{-g} - mean_g theta_{-g})^2`` over the ``G``
+    distinct labels of ``groups``, ``theta_{-g} = estimate_of(groups != g)``. Meant for
+    inputs that come in groups which are not exchangeable within the run: the reverse runs
+    started in the draws of different NUTS chains, each of which may sit in a mode of its
+    own; the spread between groups then holds what the spread within them cannot see.
+
+    Parameters
+    ----------
+    estimate_of : callable
+        ``estimate_of(keep) -> float`` for a boolean mask over the inputs.
+    groups : array_like of int, shape (n,)
+
+    Returns
+    -------
+    float
+        ``nan`` with fewer than two groups or a non-finite leave-one-out estimate.
+
+    Examples
+    --------
+    >>> x = np.r_[np.zeros(50), np.ones(50)]
+    >>> groups = np.repeat([0, 1], 50)
+    >>> round(grouped_jackknife_se(lambda keep: float(x[keep].mean()), groups), 3)
+    0.5
+    """
+    groups = np.asarray(groups)
+    labels = np.unique(groups)
+    if labels.size < 2:
+        return float("nan")
+    theta = np.array([estimate_of(groups != g) for g in labels], dtype=float)
+    if not np.all(np.isfinite(theta)):
+        return float("nan")
+    g = labels.size
+    return float(np.sqrt((g - 1) / g * np.sum((theta - theta.mean()) ** 2)))
 
 
 def _check_pair(log_a, log_b) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,13 @@ import numpy as np
 from ..engines.lis import interpolate_step_sizes, run_lis
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
 from ..progress import progress_bar
-from ._particles import particle_result, pilot_run, reverse_start, run_checks
+from ._particles import (
+    particle_result,
+    pilot_run,
+    reverse_start,
+    run_checks,
+    with_chain_spread,
+)
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["LIS_DIRECTIONS", "SPEC"]
@@ -101,6 +107,9 @@ def run(problem, options) -> MethodResult:
         )
         stage.update(_link_values("reverse", info_r))
     est, work_f = _estimate(direction, log_r_f, log_r_r)
+    est, spread = with_chain_spread(
+        est, start, lambda keep: _estimate(direction, log_r_f, log_r_r[keep])[0].log_z
+    )
     est = run_checks(
         est,
         density,
@@ -108,7 +117,7 @@ def run(problem, options) -> MethodResult:
         work_f=work_f,
         physical_r=None if log_r_r is None else -log_r_r,
         n_div=None if start is None else start.n_divergences,
-        messages=() if start is None else start.messages,
+        messages=() if start is None else (*start.messages, *spread),
     )
     attrs = {
         "n_particles": n,

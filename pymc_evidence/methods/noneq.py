@@ -19,7 +19,13 @@ from ..engines.ais import (
 )
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
-from ._particles import particle_result, pilot_run, reverse_start, run_checks
+from ._particles import (
+    particle_result,
+    pilot_run,
+    reverse_start,
+    run_checks,
+    with_chain_spread,
+)
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["AIS_SPEC", "BAR_SPEC", "RAIS_SPEC", "SCHEDULES"]
@@ -83,6 +89,9 @@ def _run(problem, options, method) -> MethodResult:
         stage.update(_stage_values("reverse", info_r))
         physical_r = -work_r  # the engine's reverse work is -log w; estimators take physical
     est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
+    est, spread = with_chain_spread(
+        est, start, lambda keep: works_log_evidence(method, work_f, physical_r[keep]).log_z
+    )
     est = run_checks(
         est,
         density,
@@ -90,7 +99,7 @@ def _run(problem, options, method) -> MethodResult:
         work_f=work_f,
         physical_r=physical_r,
         n_div=None if start is None else start.n_divergences,
-        messages=() if start is None else start.messages,
+        messages=() if start is None else (*start.messages, *spread),
     )
     attrs = {"n_particles": n, "n_stages": int(options["n_stages"]), "n_leapfrog": n_leapfrog}
     return particle_result(
