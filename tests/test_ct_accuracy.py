@@ -83,3 +83,28 @@ def test_centered_funnel(method):
     this check uses more draws and a careful NUTS; see the closing note of issue 2.
     """
     check_method(tm.hierarchical_normal(), method, **FUNNEL_OPTIONS)
+
+
+def test_many_modes_are_refused_before_sampling():
+    """More separated modes than tempering chains cross often enough (the egg-box's 18:
+    se 0.3-0.4 at defaults) is refused once the base is known, naming the methods to use."""
+    from types import SimpleNamespace
+
+    from pymc_evidence.base import MixtureBase
+    from pymc_evidence.methods._nuts import MAX_TEMPERING_MODES, refuse_many_modes
+
+    def problem(k, small=0):
+        weights = np.r_[np.ones(k), np.full(small, 1e-3)]
+        base = MixtureBase(
+            np.log(weights), np.zeros((k + small, 1)), np.ones((k + small, 1, 1)), log_zeta=0.0
+        )
+        return SimpleNamespace(tempering_base=base)
+
+    refuse_many_modes(problem(MAX_TEMPERING_MODES, small=5), {})  # tiny components not counted
+    with pytest.raises(ValueError, match="method='smc'"):
+        refuse_many_modes(problem(MAX_TEMPERING_MODES + 1), {})
+
+    system = pme.testing.egg_box()
+    for method in ("ct", "gibbs_ct", "st"):
+        with pytest.raises(ValueError, match="separated modes"):
+            pme.sample_evidence(system.model, method=method, random_seed=1, progressbar=False)

@@ -14,10 +14,45 @@ from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
 from ..nuts import run_step
 
-__all__ = ["initvals_from_base", "potential_from_base", "sample_step", "with_base_weights_se"]
+__all__ = [
+    "MAX_TEMPERING_MODES",
+    "initvals_from_base",
+    "potential_from_base",
+    "refuse_many_modes",
+    "sample_step",
+    "with_base_weights_se",
+]
 
 #: Variance of the standard logistic distribution (the prior of the CT variable ``u``).
 _LOGISTIC_VAR = np.pi**2 / 3.0
+#: Most separated modes (components of a mixture base with 1 % of its weight or more) on
+#: which ``ct``, ``gibbs_ct`` and ``st`` run (:func:`refuse_many_modes`).
+MAX_TEMPERING_MODES = 8
+
+
+def refuse_many_modes(problem, options) -> None:
+    """Refuse, before any sampling, a tempering method on a posterior whose base holds more
+    than :data:`MAX_TEMPERING_MODES` separated modes.
+
+    A tempering chain moves between modes only through the hot end (``beta`` near 0),
+    entering a mode at random each time it cools, so the evidence's se falls with the
+    round trips per mode. On the egg-box (18 modes, seed 1, default draws) ``ct``,
+    ``gibbs_ct`` and ``st`` gave +0.40 ± 0.30, +0.45 ± 0.30 and −0.36 ± 0.40 where ``smc``
+    gave −0.004 ± 0.015; at 6 label-switched modes (a 3-component mixture) their se was
+    0.11. The annealing methods move every particle through every temperature at once and
+    keep the base's modes in proportion.
+    """
+    base = problem.tempering_base
+    weights = np.asarray(getattr(base, "weights", [1.0]), dtype=float)
+    n_modes = int(np.sum(weights >= 0.01))
+    if n_modes > MAX_TEMPERING_MODES:
+        raise ValueError(
+            f"the base holds {n_modes} components (separated modes that its mode search "
+            f"found), more than the {MAX_TEMPERING_MODES} on which tempering chains "
+            "cross between modes often enough for a usable se (they cross only through "
+            "the base end); use method='smc' (the default), 'ais' or 'bar', which anneal "
+            "every particle from the base and keep its modes in proportion"
+        )
 
 
 def initvals_from_base(problem, chains: int, *, with_u: bool) -> list[dict]:

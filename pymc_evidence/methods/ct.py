@@ -26,7 +26,13 @@ from ..nuts import run_nuts
 from ..results.ct import ct_parts, raw_ct_arrays
 from ..steps import GibbsContinuousTempering
 from ..transforms import continuous_tempering, set_base
-from ._nuts import initvals_from_base, potential_from_base, sample_step, with_base_weights_se
+from ._nuts import (
+    initvals_from_base,
+    potential_from_base,
+    refuse_many_modes,
+    sample_step,
+    with_base_weights_se,
+)
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "moment_diagnostics"]
@@ -209,6 +215,7 @@ CT_SPEC = MethodSpec(
     options=_OPTIONS,
     check=_check,
     nuts="any",
+    ready=refuse_many_modes,
 )
 GIBBS_CT_SPEC = MethodSpec(
     name="gibbs_ct",
@@ -217,4 +224,5 @@ GIBBS_CT_SPEC = MethodSpec(
     options=_OPTIONS,
     check=_check,
     nuts="step",
+    ready=refuse_many_modes,
 )

@@ -10,7 +10,7 @@ import inspect
 
 from ..results.st import st_parts
 from ..steps.simulated_tempering import SimulatedTempering
-from ._nuts import sample_step, with_base_weights_se
+from ._nuts import refuse_many_modes, sample_step, with_base_weights_se
 from ._spec import MethodResult, MethodSpec
 
 __all__ = ["SPEC"]
@@ -51,4 +51,5 @@ SPEC = MethodSpec(
     run=run,
     options=_STEP_OPTIONS,
     nuts="step",
+    ready=refuse_many_modes,
 )
