@@ -118,6 +118,7 @@ class EvidenceProblem:
     base_spec: object = "auto"
     base_kwargs: dict = field(default_factory=dict)
     _base: object = field(default=None, repr=False)
+    _tempering: object = field(default=None, repr=False)
     _reference: dict = field(default_factory=dict, repr=False)
     _outputs_fn: object = field(default=None, repr=False)
     #: Which method of a cross-check is running: each gets its own ``"method"`` stream.
@@ -214,11 +215,26 @@ class EvidenceProblem:
     def tempering_base(self):
         """The base of ``ct``, ``gibbs_ct`` and ``st``: the fit itself where :attr:`base`
         is its widened copy (:func:`~pymc_evidence.base.widen.widen_light_base`); ``ct``'s
-        rounds cannot refit a defended mixture (latent GP: +0.329 +- 0.083 from it)."""
-        info = getattr(self.base, "info", {})
-        return info.get("unwidened", self.base)
+        rounds cannot refit a defended mixture (latent GP: +0.329 +- 0.083 from it).
 
-    def _resolve_base(self):
+        Where the fit merged distinct ADVI fits (separated modes) into one Gaussian, the
+        same fits (stream ``"base"`` again) combined as a mixture instead. A tempering chain
+        stuck in mode ``k`` near ``beta = 1`` estimates ``Z_k / Q_k`` (``Q_k`` the base's
+        mass there): one Gaussian over both modes of a 2-component ``NormalMixture`` gave
+        ``ct`` +0.10 on average over seeds 1-6 (coverage 0.83) and ``st`` errors of ±0.16
+        with se 0.07 (coverage 0.33); the mixture of the fits, which weighs each mode by
+        its evidence, gave both within 0.003 nats (coverage 1.0). ``smc`` keeps the merged
+        Gaussian (all its particles move together, the modes in proportion)."""
+        if self._tempering is None:
+            base = getattr(self.base, "info", {}).get("unwidened", self.base)
+            own = isinstance(self.base_spec, str) and "combine" not in self.base_kwargs
+            if own and "merged" in (base.kind, getattr(base, "info", {}).get("base_kind")):
+                mixture = self._resolve_base(combine="mixture")
+                base = getattr(mixture, "info", {}).get("unwidened", mixture)
+            self._tempering = base
+        return self._tempering
+
+    def _resolve_base(self, **more):
         if not isinstance(self.base_spec, str):
             self._warn_fitted_funnel(type(self.base_spec).__name__)
             return self.base_spec
@@ -233,7 +249,7 @@ class EvidenceProblem:
             model=self.model,
             random_seed=self.rng("base"),
             potentials=self.potentials,
-            **{"progressbar": self.sampling.progressbar, **self.base_kwargs},
+            **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
         )
 
     def _auto_base(self) -> tuple[str, dict]:
