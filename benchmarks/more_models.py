@@ -67,6 +67,7 @@ def student_t(n: int = 40):
 MODELS = {
     "random_walk_60": random_walk,
     "noncentred_500": lambda: hierarchy(J=500, centred=False),
+    "centred_500": lambda: hierarchy(J=500),
     "student_t": student_t,
     "rows_50k": lambda: regression(d=8, n=50_000),
     "simplex_10": lambda: dirichlet_multinomial(k=10, m=5, trials=30),

@@ -378,9 +378,10 @@ def test_running_log_z_no_zoom_when_everything_shows():
 
 def test_running_log_z_bridge_repetitions(results):
     """Repetitions redraw the proposal: one trace each, the final line is their mean."""
+    draws = results("bridge")  # outside the model's context: it builds a model of its own
     with _model(), warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
-        idata = pme.bridge_sampling(results("bridge"), repetitions=3, random_seed=1)
+        idata = pme.bridge_sampling(draws, repetitions=3, random_seed=1)
     group = compat.get_group(idata, GROUP)
     ax = plot_running_log_z(idata)
     traces = ax.get_lines()[:3]
