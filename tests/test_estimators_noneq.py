@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _accuracy import assert_log_z
 
 from pymc_evidence.estimators import noneq, noneq_histogram
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
@@ -51,7 +52,7 @@ def test_bar_within_4_se(s):
     est = quiet(bar_log_evidence, wf, wr)
     assert est.method == "bar"
     assert 0 < est.se < 1
-    assert abs(est.log_z - LOG_Z) < 4 * est.se
+    assert_log_z(est, LOG_Z, abs_tol=0.1)
     assert est.diagnostics["converged"] == 1.0
     assert est.diagnostics["n_f"] == 1000 and est.diagnostics["n_r"] == 300
     assert 0 < est.diagnostics["overlap"] <= 1
@@ -63,7 +64,7 @@ def test_ais_and_rais_within_4_se_when_sigma_small(s):
     ais, rais = ais_log_evidence(wf), reverse_ais_log_evidence(wr)
     assert (ais.method, rais.method) == ("ais", "rais")
     for est in (ais, rais):
-        assert abs(est.log_z - LOG_Z) < 4 * est.se
+        assert_log_z(est, LOG_Z, abs_tol=0.1)
         assert est.warnings == ()
         assert est.diagnostics["n_runs"] == 2000
         assert est.n_chains == 2000
@@ -132,11 +133,13 @@ def test_bar_permutation_invariant():
     assert a == pytest.approx(b, abs=1e-10)
 
 
-@pytest.mark.parametrize(("n_f", "n_r"), [(50, 2000), (2000, 50), (7, 3)])
-def test_bar_unequal_counts(n_f, n_r):
+@pytest.mark.parametrize(
+    ("n_f", "n_r", "abs_tol"), [(50, 2000, 0.1), (2000, 50, 0.1), (7, 3, 1.0)]
+)  # ten works in all: an se of 0.26
+def test_bar_unequal_counts(n_f, n_r, abs_tol):
     wf, wr = crooks_works(np.random.default_rng(9), 1.0, n_f, n_r)
     est = quiet(bar_log_evidence, wf, wr)
-    assert abs(est.log_z - LOG_Z) < 4 * est.se
+    assert_log_z(est, LOG_Z, abs_tol=abs_tol)
     hist = quiet(histogram_log_evidence, wf, wr)
     assert hist.log_z == pytest.approx(est.log_z, abs=1e-7)
 
@@ -292,7 +295,7 @@ def test_gaussian_toy_exact_mean_work_and_bar():
     assert wf.mean() == pytest.approx(exact_f, abs=4 * wf.std() / np.sqrt(wf.size))
     assert wr.mean() == pytest.approx(exact_r, abs=4 * wr.std() / np.sqrt(wr.size))
     est = quiet(bar_log_evidence, wf[:2000], wr[:2000])
-    assert abs(est.log_z + np.log(10)) < 4 * est.se
+    assert_log_z(est, -np.log(10), abs_tol=0.1)
     assert est.diagnostics["lower_bound"] < -np.log(10) < est.diagnostics["upper_bound"]
 
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _accuracy import assert_log_z
 from scipy import special, stats
 
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
@@ -163,7 +164,8 @@ def test_rts_recovers_log_z_with_exact_or_wrong_zhat(case):
         warnings.simplefilter("always", EvidenceWarning)
         est = rts_log_evidence(lq, BETAS, log_zhat)
     assert isinstance(est, EvidenceEstimate) and est.method == "st"
-    assert abs(est.log_z - C) < 4 * est.se and 1e-3 < est.se < 0.2
+    assert_log_z(est, C, abs_tol=0.1, se_max=0.2)
+    assert est.se > 1e-3
     assert np.all(np.abs(est.per_chain_log_z - C) < 4 * est.per_chain_se)
     assert est.n_chains == 4 and est.diagnostics["n_draws"] == 4000.0
     far = any("far from r" in m for m in est.warnings)
@@ -246,7 +248,7 @@ def test_barely_visited_level_and_bad_input_are_reported():
     diag = est.diagnostics
     assert diag["c_min_ratio"] < 1 / 20 and diag["c_min"] == pytest.approx(diag["c_min_ratio"] / K)
     assert 0 < diag["mean_beta"] < 1 and diag["ess"] > 100 and diag["n_levels"] == K
-    assert abs(est.log_z - C) < 4 * est.se
+    assert_log_z(est, C, abs_tol=0.1)
     with pytest.raises(ValueError, match="log-probabilities"):
         rts_log_evidence(lq + 0.1, BETAS, log_zhat)
     with pytest.raises(ValueError):
@@ -357,7 +359,8 @@ def test_naive_counts_estimator_is_consistent():
     log_zhat = TRUTH + OFFSETS["pm2"]
     k, delta = joint_draws(log_zhat, (4, 2000), rng)
     est = naive_count_log_evidence(k, BETAS, log_zhat)
-    assert est.method == "st_counts" and abs(est.log_z - C) < 4 * est.se
+    assert est.method == "st_counts"
+    assert_log_z(est, C, abs_tol=0.1)
     rb = quiet(rts_log_evidence, level_log_conditionals(delta, BETAS, log_zhat), BETAS, log_zhat)
     assert rb.se < est.se  # Rao-Blackwellization helps
     with pytest.raises(ValueError):
