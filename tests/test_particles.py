@@ -235,6 +235,12 @@ def test_chain_spread_widens_the_se_when_the_chains_disagree():
     assert same.se == est.se and same.diagnostics["chain_jackknife_se"] == 0.0 and not messages
     alone, messages = with_chain_spread(est, _start(np.zeros(10, int)), lambda keep: 0.0)
     assert alone is est and not messages  # one chain: nothing to compare
+    exact = EvidenceEstimate(log_z=0.25, se=0.0, method="rais")  # base = posterior
+    noise = 1e-15 * (chain == 0)
+    same, messages = with_chain_spread(exact, _start(chain), lambda keep: 0.25 + noise[keep].sum())
+    assert same.se == 0.0 and not messages  # floating-point noise is not a disagreement
+    wide, messages = with_chain_spread(exact, _start(chain), lambda keep: values[keep].mean())
+    assert wide.se == pytest.approx(expected) and len(messages) == 1
 
 
 def test_reverse_runs_from_chains_in_separate_shells_get_their_spread():

@@ -20,6 +20,7 @@ from ..estimators.diagnostics import CrossCheckWarning, tagged
 from ..estimators.logspace import systematic_resample
 from ..estimators.mcse import grouped_jackknife_se
 from ..estimators.noneq import crossing_messages
+from ..estimators.record import SE_FLOOR
 from ..progress import progress_bar
 from ..results.assemble import checked, copied_groups, divergences
 from ..results.diagnostics import nuts_messages, pareto_check
@@ -110,15 +111,16 @@ def with_chain_spread(est, start: ReverseStart | None, estimate_of) -> tuple:
     if not np.isfinite(se_chain):
         return est, []
     diagnostics = {**est.diagnostics, "runs_se": est.se, "chain_jackknife_se": se_chain}
-    if se_chain <= est.se:
+    floor = SE_FLOOR * max(1.0, abs(float(est.log_z)))  # below it: floating-point noise
+    if se_chain <= max(est.se, floor):
         return replace(est, diagnostics=diagnostics), []
     messages = []
     if se_chain > CHAIN_SPREAD_WARN * est.se:
         text = (
             f"the NUTS chains that start the reverse runs give estimates that disagree "
-            f"(jackknife se over chains {se_chain:.3g}, {se_chain / est.se:.1f}x the runs' "
-            "own): they likely sit in separate modes, so the se is widened to it; "
-            "method='smc' or 'ais' anneal from the base instead"
+            f"(jackknife se over chains {se_chain:.3g}, the runs' own {est.se:.3g}): they "
+            "likely sit in separate modes, so the se is widened to it; method='smc' or "
+            "'ais' anneal from the base instead"
         )
         messages = tagged([text], CrossCheckWarning)
     return replace(est, se=se_chain, diagnostics=diagnostics), messages
