@@ -1,4 +1,5 @@
-"""The proposals of bridge sampling: a Gaussian fitted to posterior draws, or warp-3.
+"""The proposals of bridge sampling: a Gaussian (or a mixture of Gaussians on pieces of the
+draws) fitted to posterior draws, or warp-3.
 
 Each ``setup(log_f, x_fit, x_iter)`` returns the posterior-side log densities (``log f`` and
 ``log g`` at the iteration half's draws), the number of non-finite ``log f`` values met there,
@@ -8,8 +9,10 @@ and ``draw(n, rng)``, which returns ``log f`` and ``log g`` at ``n`` fresh propo
 from __future__ import annotations
 
 import numpy as np
+from scipy.cluster.vq import kmeans2
 
 from ..base.gaussian import GaussianBase
+from ..base.mixture import MixtureBase
 from ..estimators.covariance import shrunk_covariance
 from ..estimators.warp import (
     warp3_log_density,
@@ -18,11 +21,12 @@ from ..estimators.warp import (
     warp3_standardize,
 )
 
-__all__ = ["PROPOSALS", "proposal_setup"]
+__all__ = ["MIXTURE_GAIN", "PIECES", "PROPOSALS", "gaussian_fit", "proposal_setup"]
 
 #: proposal name -> description
 PROPOSALS = {
-    "normal": "Gaussian with the mean and covariance of the fitting half (unconstrained space)",
+    "normal": "Gaussian with the mean and covariance of the fitting half (unconstrained "
+    "space); one per separated mode the draws hop between, mixed by their shares",
     "warp3": "warp-3: standard normal against the posterior standardised and symmetrised",
 }
 
@@ -36,12 +40,69 @@ def _proposal_logs(log_f, x_prop, log_g_prop) -> tuple[np.ndarray, np.ndarray, i
     return np.where(np.isnan(lf), -np.inf, lf), log_g_prop, n_nan
 
 
+#: Numbers of k-means pieces tried for the proposal mixture (1: one Gaussian).
+PIECES = (1, 2, 3, 4, 6, 8, 12, 16)
+#: Held-out nats per draw by which a mixture of pieces must beat the single Gaussian to be
+#: used. Measured (seed 1, held-out mean log density of the fitting half's odd draws under
+#: a fit to its even draws): 3-component ``NormalMixture`` (label switching) -10.04 with
+#: one Gaussian, -7.69 with 12 pieces; 5-d regression 2.055 vs 2.012 at best; centred eight
+#: schools -15.29 vs -15.22. Near-Gaussian posteriors keep the single Gaussian.
+MIXTURE_GAIN = 0.25
+
+
+def _smallest_piece(d: int) -> float:
+    """Fewest draws of a piece with a covariance of its own: ``2 (d + 1)``, and ``d^2 / 4``
+    for at most a nat of covariance noise."""
+    return max(2.0 * (d + 1), d * d / 4.0)
+
+
+def _moments_fit(draws) -> GaussianBase:
+    return GaussianBase.from_moments(draws.mean(0), shrunk_covariance(draws), log_zeta=0.0)
+
+
+def _pieces_fit(flat, k: int):
+    """One Gaussian (``k == 1``), or a mixture of one Gaussian per k-means piece of the
+    draws (k-means++ on coordinates scaled by their sd, fixed seed), weighted by the
+    pieces' shares; pieces under :func:`_smallest_piece` are left out. None where no piece
+    is left."""
+    if k == 1:
+        return _moments_fit(flat)
+    sd = flat.std(0)
+    scaled = (flat - flat.mean(0)) / np.where(sd > 0, sd, 1.0)
+    _, labels = kmeans2(scaled, k, minit="++", seed=np.random.default_rng(0))
+    counts = np.bincount(labels, minlength=k)
+    keep = np.flatnonzero(counts >= _smallest_piece(flat.shape[1]))
+    if keep.size == 0:
+        return None
+    parts = [_moments_fit(flat[labels == j]) for j in keep]
+    return MixtureBase.from_components(parts, np.log(counts[keep]), log_zeta=0.0, kind="pieces")
+
+
+def gaussian_fit(flat):
+    """The Gaussian, or mixture of Gaussians on k-means pieces, that the draws choose.
+
+    Chains that hop between the label-switched modes of a mixture pool draws from several
+    modes; one Gaussian fitted to them spreads over the modes and the space between, a poor
+    proposal (3-component ``NormalMixture``, seed 1: -0.18 +- 0.09). Each candidate in
+    :data:`PIECES` is fitted to the even draws and scored by the mean log density of the
+    odd ones; a mixture is used when it beats the single Gaussian by :data:`MIXTURE_GAIN`
+    nats per draw, and is then refitted to all draws. Any normalised density that can be
+    sampled is a valid bridge proposal; a closer one has a smaller se.
+    """
+    if flat.shape[0] < 8 * _smallest_piece(flat.shape[1]):  # two pieces in each half
+        return _pieces_fit(flat, 1)
+    fits = {k: _pieces_fit(flat[0::2], k) for k in PIECES}
+    scores = {k: float(np.mean(f.logp(flat[1::2]))) for k, f in fits.items() if f is not None}
+    best = max(scores, key=scores.get)
+    if best == 1 or scores[best] < scores[1] + MIXTURE_GAIN:
+        return _pieces_fit(flat, 1)
+    return _pieces_fit(flat, best) or _pieces_fit(flat, 1)
+
+
 def _normal_setup(log_f, x_fit, x_iter):
     """Posterior-side logs and a proposal sampler for the Gaussian proposal."""
     d = x_fit.shape[-1]
-    flat = x_fit.reshape(-1, d)
-    cov = shrunk_covariance(flat)
-    base = GaussianBase.from_moments(flat.mean(0), cov, log_zeta=0.0)
+    base = gaussian_fit(x_fit.reshape(-1, d))
     lf_post = log_f(x_iter)
     lg_post = base.logp(x_iter.reshape(-1, d)).reshape(x_iter.shape[:2])
 
