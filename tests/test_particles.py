@@ -9,6 +9,7 @@ from _accuracy import assert_log_z
 import pymc_evidence as pme
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
 from pymc_evidence.estimators.diagnostics import DIVERGING_FRACTION_MAX
+from pymc_evidence.methods.noneq import MAX_STAGE_FACTOR, WORK_SD_MAX, more_stages
 from pymc_evidence.testing import models as tm
 
 SEED = 404
@@ -167,7 +168,7 @@ def test_diverging_kernels_warn_on_the_funnel():
     with pytest.warns(pme.EvidenceWarning, match="trajectories diverged"):
         idata = pme.sample_evidence(
             case.model, method="ais", random_seed=SEED, progressbar=False, reparam=None,
-            n_particles=64, n_stages=50,
+            n_particles=64, n_stages=50, max_stages=50,
         )  # fmt: skip
     assert pme.log_evidence(idata).diagnostics["diverging_fraction"] > 0.01
 
@@ -256,3 +257,28 @@ def test_reverse_runs_from_chains_in_separate_shells_get_their_spread():
     est = pme.log_evidence(idata)
     assert abs(est.log_z - system.log_z) < 2 * est.se
     assert est.diagnostics["chain_jackknife_se"] > 2 * est.diagnostics["runs_se"]
+
+
+def test_ais_anneals_again_with_more_stages_where_works_spread(regression):
+    """10 stages from the prior: the forward works spread by several nats, so the runs are
+    repeated with 16 times the stages (the most), which brings the exact log Z within its
+    se; with ``max_stages=10`` the 10-stage estimate stays (about -0.8 +- 0.5 at seed 1)."""
+    assert more_stages(3.0, 200, 3200) == 800 and more_stages(WORK_SD_MAX, 200, 3200) is None
+    assert more_stages(30.0, 200, 10_000) == 200 * MAX_STAGE_FACTOR
+    runs = {}
+    for top in (3200, 10):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs[top] = pme.sample_evidence(
+                regression.model,
+                method="ais",
+                base="prior",
+                n_stages=10,
+                max_stages=top,
+                random_seed=1,
+                progressbar=False,
+            )
+    stages = {top: get_group(out, "log_evidence").attrs["n_stages"] for top, out in runs.items()}
+    assert stages == {3200: 160, 10: 10}
+    assert_log_z(pme.log_evidence(runs[3200]), regression.log_z, abs_tol=0.3, label="raised")
+    assert pme.log_evidence(runs[10]).se > 2 * pme.log_evidence(runs[3200]).se

@@ -176,8 +176,11 @@ def sample_evidence(
 
         For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (``"prior"`` gives
         the power-posterior path from exact prior draws), ``n_particles`` (256),
-        ``n_stages`` (200), ``schedule`` (``"sigmoidal"``, ``"geometric"``, ``"linear"``,
-        ``"adaptive"``: chosen by a pilot run, kernels frozen; or an array of betas),
+        ``n_stages`` (200; ``ais`` and ``bar`` repeat their runs once with up to 16 times
+        as many, at most ``max_stages`` (3200), where the works spread by more than 1.5
+        nats), ``schedule``
+        (``"sigmoidal"``, ``"geometric"``, ``"linear"``, ``"adaptive"``: chosen by a pilot
+        run, kernels frozen; or an array of betas),
         ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start
         reverse AIS; without it ``draws``/``tune``/``chains`` set an internal NUTS run with
         ``target_accept=0.95``, whose divergences are reported as a warning).

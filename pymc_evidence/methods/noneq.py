@@ -8,6 +8,8 @@ run, so standard errors come from the spread over particles.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..engines.ais import (
@@ -28,11 +30,25 @@ from ._particles import (
 )
 from ._spec import MethodResult, MethodSpec
 
-__all__ = ["AIS_SPEC", "BAR_SPEC", "RAIS_SPEC", "SCHEDULES"]
+__all__ = [
+    "AIS_SPEC",
+    "BAR_SPEC",
+    "MAX_STAGE_FACTOR",
+    "RAIS_SPEC",
+    "SCHEDULES",
+    "WORK_SD_MAX",
+    "more_stages",
+]
 
 SCHEDULES = ("adaptive", "sigmoidal", "geometric", "linear")
 _MAKERS = {"sigmoidal": sigmoidal_schedule, "geometric": geometric_schedule}
 _MAKERS["linear"] = linear_schedule
+#: Most sd (nats) of the forward works over runs before the runs are repeated with more
+#: stages (:func:`more_stages`): ``exp(1.5^2) = 9.5`` runs see the weights' mean, far
+#: fewer than the 256 of the default.
+WORK_SD_MAX = 1.5
+#: Most stages a rerun multiplies the stages by.
+MAX_STAGE_FACTOR = 16.0
 
 
 def _schedule(problem, density, options, rng):
@@ -58,36 +74,112 @@ def _stage_values(prefix, info) -> dict:
     return out
 
 
-def _run(problem, options, method) -> MethodResult:
-    rng = problem.rng("method")
-    density = problem.density()
-    n, n_leapfrog = int(options["n_particles"]), int(options["n_leapfrog"])
+def _forward(problem, density, options, rng, label="AIS forward"):
+    """One set of forward runs: ``(betas, schedule name, work, info)``."""
+    n = int(options["n_particles"])
     betas, steps, schedule_name = _schedule(problem, density, options, rng)
     x0 = problem.base_draws(n, rng)
-    counts = density.counts()
-    kernel = {"n_leapfrog": n_leapfrog, "x0": x0, **({} if steps is None else {"step_size": steps})}
-    show = problem.sampling.progressbar
-    with progress_bar("AIS forward", len(betas) - 1, enabled=show) as update:
+    kernel = {"n_leapfrog": int(options["n_leapfrog"]), "x0": x0}
+    kernel.update({} if steps is None else {"step_size": steps})
+    with progress_bar(label, len(betas) - 1, enabled=problem.sampling.progressbar) as update:
         work_f, info_f = run_forward_ais(
             density, problem.base, betas, n, rng, **kernel, callback=update
         )
+    return betas, schedule_name, work_f, info_f
+
+
+def more_stages(spread: float, n_stages: int, max_stages: int) -> int | None:
+    """The stages to anneal again with where the works spread too widely, or None.
+
+    The log-mean-exp of works whose sd over runs is ``s`` sits about ``s^2 / 2`` low until
+    the runs number ``exp(s^2)`` (the weights are then too heavy-tailed for the runs to see
+    their mean), and its se misses that. Near the quasi-static limit the works' variance
+    falls as ``1 / n_stages``, so ``n_stages (s / WORK_SD_MAX)^2`` stages (at least twice,
+    at most :data:`MAX_STAGE_FACTOR` times and ``max_stages``) bring it to
+    :data:`WORK_SD_MAX`. Measured at the defaults (200 stages, seed 1): a 61-d latent
+    random walk, forward works' sd 3.3 nats, ``ais`` -0.33 +- 0.16 (raised to 981 stages:
+    -0.02 +- 0.06); the two Gaussian shells 4.3, the egg-box 3.1; hierarchies,
+    regressions, mixtures, LKJ and latent GPs 0.08-0.45 (no rerun).
+
+    Parameters
+    ----------
+    spread : float
+        The sd of the works the estimate rests on (forward for ``ais``, the larger of
+        forward and reverse for ``bar``).
+    n_stages, max_stages : int
+        The stages just run, and the most to run.
+
+    Examples
+    --------
+    >>> more_stages(3.0, 200, 3200), more_stages(1.0, 200, 3200), more_stages(9.0, 200, 1000)
+    (800, None, 1000)
+    """
+    if not spread > WORK_SD_MAX or n_stages >= max_stages:  # nan: left to the checks
+        return None
+    factor = min(max((spread / WORK_SD_MAX) ** 2, 2.0), MAX_STAGE_FACTOR)
+    return min(int(np.ceil(n_stages * factor)), int(max_stages))
+
+
+def _reverse(problem, density, betas, info_f, start, options, rng):
+    """Reverse runs from ``start`` through the forward runs' kernels: physical works, info."""
+    show = problem.sampling.progressbar
+    with progress_bar("AIS reverse", len(betas) - 1, enabled=show) as update:
+        work_r, info_r = run_reverse_ais(
+            density,
+            betas,
+            start.x,
+            rng,
+            step_sizes=info_f.step_sizes,
+            n_leapfrog=int(options["n_leapfrog"]),
+            scale=info_f.scale,
+            callback=update,
+        )
+    return -work_r, info_r  # the engine's reverse work is -log w; estimators take physical
+
+
+def _anneal(problem, density, options, rng, method, start_of):
+    """Forward runs (and reverse runs for ``rais``/``bar``, from ``start_of()``); for
+    ``ais`` and ``bar``, annealed once again with more stages where the works spread too
+    widely (:func:`more_stages`). ``rais`` is left as asked: on the 61-d latent random walk
+    (seed 1) its error followed its NUTS starts, not its stages (200 stages
+    +0.15 +- 0.13, 981 stages +0.24 +- 0.07, 3200 stages +0.04 +- 0.10; the jackknife over
+    its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used,
+    ``(betas, schedule, work_f, info_f)`` and ``(physical_r, info_r)`` (None, None for
+    ``ais``)."""
+
+    def once(opts):
+        forward = _forward(problem, density, opts, rng)
+        if method == "ais":
+            return forward, (None, None)
+        return forward, _reverse(problem, density, forward[0], forward[3], start_of(), opts, rng)
+
+    forward, reverse = once(options)
+    if method == "rais":  # its error follows its NUTS starts more than its stages (see above)
+        return options, forward, reverse
+    works = [forward[2]] if method == "ais" else [forward[2], reverse[0]]
+    spread = max(float(np.std(w)) for w in works)
+    raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
+    if raised is not None:  # once more at most: the cost stays bounded where modes keep it wide
+        options = {**options, "n_stages": raised}
+        forward, reverse = once(options)
+    return options, forward, reverse
+
+
+def _run(problem, options, method) -> MethodResult:
+    rng = problem.rng("method")
+    density = problem.density()
+    n = int(options["n_particles"])
+    counts = density.counts()
+    start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
+    options, forward, (physical_r, info_r) = _anneal(
+        problem, density, options, rng, method, start_of
+    )
+    betas, schedule_name, work_f, info_f = forward
     stage = {"beta": betas, **_stage_values("forward", info_f)}
-    physical_r = start = None
+    start = None
     if method in ("rais", "bar"):
-        start = reverse_start(problem, options["posterior"], n, rng)
-        with progress_bar("AIS reverse", len(betas) - 1, enabled=show) as update:
-            work_r, info_r = run_reverse_ais(
-                density,
-                betas,
-                start.x,
-                rng,
-                step_sizes=info_f.step_sizes,
-                n_leapfrog=n_leapfrog,
-                scale=info_f.scale,
-                callback=update,
-            )
+        start = start_of()
         stage.update(_stage_values("reverse", info_r))
-        physical_r = -work_r  # the engine's reverse work is -log w; estimators take physical
     est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
     est, spread = with_chain_spread(
         est, start, lambda keep: works_log_evidence(method, work_f, physical_r[keep]).log_z
@@ -101,7 +193,8 @@ def _run(problem, options, method) -> MethodResult:
         n_div=None if start is None else start.n_divergences,
         messages=() if start is None else (*start.messages, *spread),
     )
-    attrs = {"n_particles": n, "n_stages": int(options["n_stages"]), "n_leapfrog": n_leapfrog}
+    attrs = {"n_particles": n, "n_stages": int(options["n_stages"])}
+    attrs.update(max_stages=int(options["max_stages"]), n_leapfrog=int(options["n_leapfrog"]))
     return particle_result(
         problem,
         est,
@@ -116,6 +209,8 @@ def _run(problem, options, method) -> MethodResult:
 def _check(options):
     if int(options["n_particles"]) < 2 or int(options["n_stages"]) < 1:
         raise ValueError("n_particles must be >= 2 and n_stages >= 1")
+    if int(options["max_stages"]) < 1:
+        raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
     schedule = options["schedule"]
     if isinstance(schedule, str) and schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
@@ -124,6 +219,7 @@ def _check(options):
 _OPTIONS = {
     "n_particles": 256,
     "n_stages": 200,
+    "max_stages": 3200,
     "n_leapfrog": 10,
     "schedule": "sigmoidal",
 }
