@@ -187,7 +187,9 @@ def sample_evidence(
 
         For ``"lis"``: ``base``/``base_kwargs``, ``n_particles`` (128 runs per direction),
         ``n_stages`` (20 links, schedule of equal thermodynamic length from a pilot AIS
-        run), ``chain_length`` (10 transitions per chain), ``n_leapfrog`` (10),
+        run; run once more with up to ``max_stages`` (80) links where the log weights of a
+        direction spread by more than 1.5 nats), ``chain_length`` (10 transitions per
+        chain), ``n_leapfrog`` (10),
         ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
         ``"reverse"``) and ``posterior`` as for ``"bar"``.
 

@@ -10,6 +10,8 @@ standard errors come from the spread over runs.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..engines.lis import interpolate_step_sizes, run_lis
@@ -23,6 +25,7 @@ from ._particles import (
     with_chain_spread,
 )
 from ._spec import MethodResult, MethodSpec
+from .noneq import more_stages
 
 __all__ = ["LIS_DIRECTIONS", "SPEC"]
 
@@ -78,13 +81,13 @@ def _run_lis(problem, label, *args, **kwargs):
         return run_lis(*args, callback=update, **kwargs)
 
 
-def run(problem, options) -> MethodResult:
-    """Forward and/or reverse LIS runs, joined as ``options["direction"]`` says."""
-    rng, density = problem.rng("method"), problem.density()
+def _links(problem, density, options, rng, start_of):
+    """The pilot, then forward and/or reverse LIS runs (reverse from ``start_of()``):
+    ``(stage values, log_r_f, info_f, log_r_r)``, None for a direction not run."""
     n, direction = int(options["n_particles"]), options["direction"]
     betas, kernel = _kernel(problem, density, options, rng)
-    stage, counts = {"beta": betas}, density.counts()
-    log_r_f = log_r_r = start = None
+    stage = {"beta": betas}
+    log_r_f = info_f = log_r_r = None
     if direction != "reverse":
         length = kernel["chain_length"] + 1
         x0 = problem.base_draws(n * length, rng).reshape(n, length, problem.space.ndim)
@@ -93,19 +96,45 @@ def run(problem, options) -> MethodResult:
         )
         stage.update(_link_values("forward", info_f))
     if direction != "forward":
-        start = reverse_start(problem, options["posterior"], n, rng)
         log_r_r, info_r = _run_lis(
             problem,
             "LIS reverse",
             density,
             betas,
-            start.x,
+            start_of().x,
             rng,
             direction="reverse",
             end_sampler=lambda m, r: problem.base_draws(m, r),
             **kernel,
         )
         stage.update(_link_values("reverse", info_r))
+    return stage, log_r_f, info_f, log_r_r
+
+
+def _linked(problem, density, options, rng, start_of):
+    """:func:`_links`, run once more with more links (at most ``max_stages``) where the
+    log weights of a direction spread by more than 1.5 nats
+    (:func:`~pymc_evidence.methods.noneq.more_stages`). On the 61-d latent random walk
+    (seed 1, 20 links) forward and reverse spread by 3.0 and 9.6 nats, +0.19 +- 0.20;
+    with 80 links -0.04 +- 0.09; hierarchies, mixtures, LKJ and latent GPs 0.05-0.55."""
+    runs = _links(problem, density, options, rng, start_of)
+    log_r_f, log_r_r = runs[1], runs[3]
+    spread = max(float(np.std(w)) for w in (log_r_f, log_r_r) if w is not None)
+    raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
+    if raised is None:
+        return options, runs
+    options = {**options, "n_stages": raised}
+    return options, _links(problem, density, options, rng, start_of)
+
+
+def run(problem, options) -> MethodResult:
+    """Forward and/or reverse LIS runs, joined as ``options["direction"]`` says."""
+    rng, density = problem.rng("method"), problem.density()
+    n, direction = int(options["n_particles"]), options["direction"]
+    counts = density.counts()
+    start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
+    options, (stage, log_r_f, info_f, log_r_r) = _linked(problem, density, options, rng, start_of)
+    start = None if direction == "forward" else start_of()
     est, work_f = _estimate(direction, log_r_f, log_r_r)
     est, spread = with_chain_spread(
         est, start, lambda keep: _estimate(direction, log_r_f, log_r_r[keep])[0].log_z
@@ -122,6 +151,7 @@ def run(problem, options) -> MethodResult:
     attrs = {
         "n_particles": n,
         "n_stages": int(options["n_stages"]),
+        "max_stages": int(options["max_stages"]),
         "chain_length": int(options["chain_length"]),
         "n_leapfrog": int(options["n_leapfrog"]),
         "schedule": "adaptive",
@@ -147,6 +177,8 @@ def _check(options):
         or int(options["chain_length"]) < 1
     ):
         raise ValueError("n_particles must be >= 2, n_stages >= 1 and chain_length >= 1")
+    if int(options["max_stages"]) < 1:
+        raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
 
 
 SPEC = MethodSpec(
@@ -156,6 +188,7 @@ SPEC = MethodSpec(
     options={
         "n_particles": 128,
         "n_stages": 20,
+        "max_stages": 80,
         "chain_length": 10,
         "n_leapfrog": 10,
         "direction": "bridged",
