@@ -195,3 +195,20 @@ def test_gibbs_ct_chains_independent_with_one_core():
             )
     serial, parallel = (_stats(t, "ct_beta") for t in traces)
     np.testing.assert_allclose(serial, parallel, rtol=1e-8)
+
+
+def test_st_samples_again_where_chains_cross_the_ladder_rarely():
+    """100 draws per chain leave a chain with fewer than 8 round trips over the ladder, so
+    the run is repeated with 16 / trips times the draws (at most 4 times: 400 here)."""
+    from pymc_evidence.methods.st import ROUND_TRIPS_MIN, more_draws
+
+    assert more_draws(ROUND_TRIPS_MIN, 1000) is None and more_draws(4.0, 1000) == 4000
+    case = tm.conjugate_regression(d=5)
+    idata = pme.sample_evidence(
+        case.model, method="st", draws=100, tune=200, chains=2, random_seed=SEED,
+        progressbar=False,
+    )  # fmt: skip
+    est = pme.log_evidence(idata)
+    assert est.diagnostics["first_run_min_round_trips"] < ROUND_TRIPS_MIN
+    assert get_group(idata, "sample_stats").sizes["draw"] == 400
+    assert_log_z(est, case.log_z, abs_tol=0.1, label="regression, longer run")

@@ -7,13 +7,16 @@ base; the trace is turned into the estimate by :mod:`pymc_evidence.results.st`.
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
+
+import numpy as np
 
 from ..results.st import st_parts
 from ..steps.simulated_tempering import SimulatedTempering
 from ._nuts import refuse_many_modes, sample_step, with_base_weights_se
 from ._spec import MethodResult, MethodSpec
 
-__all__ = ["SPEC"]
+__all__ = ["MAX_DRAWS_FACTOR", "ROUND_TRIPS_AIM", "ROUND_TRIPS_MIN", "SPEC", "more_draws"]
 
 #: Options of the step method that users may set through ``sample_evidence``.
 _STEP_OPTIONS = {
@@ -26,10 +29,37 @@ _STEP_OPTIONS = {
 TARGET_ACCEPT = 0.8
 
 
-def run(problem, options: dict) -> MethodResult:
+#: Fewest round trips over the ladder (base to posterior and back) of any chain before the
+#: run is repeated with more draws (:func:`run`).
+ROUND_TRIPS_MIN = 8
+#: Round trips per chain the longer run aims at, and the most it multiplies the draws by.
+ROUND_TRIPS_AIM, MAX_DRAWS_FACTOR = 16, 4.0
+
+
+def more_draws(min_round_trips: float, draws: int) -> int | None:
+    """The draws to sample again with where some chain crossed the ladder too few times.
+
+    The RTS estimate and its batch-means se rest on the chains' trips between the levels;
+    with a handful of trips the se misses how far the levels' occupancy is from its limit.
+    Measured at the defaults (1000 draws, seed 1): the 61-d latent random walk had 5 round
+    trips in its slowest chain and -0.34 +- 0.10 (every chain low: -0.40, -0.38, -0.48,
+    -0.11); with 4000 draws +0.01 +- 0.06. Hierarchies (up to 500 groups), mixtures, LKJ,
+    latent GPs, AR(1) and regressions had 9-16.
+
+    Examples
+    --------
+    >>> more_draws(5.0, 1000), more_draws(9.0, 1000), more_draws(1.0, 1000)
+    (3200, None, 4000)
+    """
+    if not min_round_trips < ROUND_TRIPS_MIN:
+        return None
+    factor = min(ROUND_TRIPS_AIM / max(float(min_round_trips), 1.0), MAX_DRAWS_FACTOR)
+    return int(np.ceil(draws * factor))
+
+
+def _sample(problem, options: dict, draws=None):
     """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`, estimate."""
     sampling = problem.sampling
-    problem.nuts_used.add("pymc")
     step = SimulatedTempering(
         base=problem.tempering_base,
         potentials=problem.potentials,
@@ -40,8 +70,22 @@ def run(problem, options: dict) -> MethodResult:
         **sampling.nuts_sampler_kwargs,
         **sampling.compile_kwargs,
     )
-    raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"))
-    est, groups, layout, attrs = st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
+    raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"), draws=draws)
+    return st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
+
+
+def run(problem, options: dict) -> MethodResult:
+    """:func:`_sample`, once more with more draws where a chain made fewer than
+    :data:`ROUND_TRIPS_MIN` round trips over the ladder (:func:`more_draws`)."""
+    problem.nuts_used.add("pymc")
+    parts = _sample(problem, options)
+    trips = parts[0].diagnostics.get("min_round_trips", np.inf)
+    draws = more_draws(trips, int(problem.sampling.draws))
+    if draws is not None:
+        est, *rest = _sample(problem, options, draws=draws)
+        diagnostics = {**est.diagnostics, "first_run_min_round_trips": float(trips)}
+        parts = (replace(est, diagnostics=diagnostics), *rest)
+    est, groups, layout, attrs = parts
     return MethodResult(with_base_weights_se(est, problem.tempering_base), groups, layout, attrs)
 
 
