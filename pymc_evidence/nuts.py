@@ -118,16 +118,6 @@ class SamplingArgs:
         """The NUTS backend: ``nuts_sampler``, or :func:`default_nuts_sampler`."""
         return self.nuts_sampler or default_nuts_sampler()
 
-    def as_dict(self) -> dict:
-        """``draws``, ``tune``, ``chains``, ``cores`` and ``progressbar`` as keywords."""
-        return dict(
-            draws=int(self.draws),
-            tune=int(self.tune),
-            chains=int(self.chains),
-            cores=self.cores,
-            progressbar=bool(self.progressbar),
-        )
-
 
 def _merged_initvals(ours, theirs, chains: int):
     """Per-chain starting points: the method's (``ours``, a list or None) updated by the

@@ -185,7 +185,8 @@ def test_ct_recovers_known_log_z_from_exact_joint_draws(offset):
     est = quiet_estimate(delta, log_zeta)
     assert_log_z(est, LOG_Z, abs_tol=0.1)
     assert 0.002 < est.se < 0.1
-    assert np.all(np.abs(est.per_chain_log_z - LOG_Z) < 4 * est.per_chain_se)
+    for z_c, se_c in zip(est.per_chain_log_z, est.per_chain_se, strict=True):
+        assert_log_z((z_c, se_c), LOG_Z, abs_tol=0.3, label="one chain")
     # Rao-Blackwellised beta occupancy equals the occupancy of exact beta | x draws
     beta = sample_beta(delta, rng)
     fracs = {"frac_beta_lt_0.1": np.mean(beta < 0.1), "frac_beta_gt_0.9": np.mean(beta > 0.9)}

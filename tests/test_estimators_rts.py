@@ -166,7 +166,8 @@ def test_rts_recovers_log_z_with_exact_or_wrong_zhat(case):
     assert isinstance(est, EvidenceEstimate) and est.method == "st"
     assert_log_z(est, C, abs_tol=0.1, se_max=0.2)
     assert est.se > 1e-3
-    assert np.all(np.abs(est.per_chain_log_z - C) < 4 * est.per_chain_se)
+    for z_c, se_c in zip(est.per_chain_log_z, est.per_chain_se, strict=True):
+        assert_log_z((z_c, se_c), C, abs_tol=0.3, label="one chain")
     assert est.n_chains == 4 and est.diagnostics["n_draws"] == 4000.0
     far = any("far from r" in m for m in est.warnings)
     assert far == (case != "exact")  # c_k ≈ r_k only when Zhat = Z
@@ -189,7 +190,7 @@ def test_level_vector_matches_every_level_and_c_sums_to_one():
     assert np.all(np.abs(c - q_k) < 4 * np.sqrt(q_k / 6000))
     for k in range(1, K):
         _, se, _, _ = log_ratio_of_means(lq[..., k], lq[..., 0])
-        assert abs(log_z[k] - TRUTH[k]) < 4 * se, k
+        assert_log_z((log_z[k], se), TRUTH[k], abs_tol=0.5, label=f"level {k}")
 
 
 def test_one_update_from_wrong_zhat_reaches_the_truth():
@@ -202,7 +203,7 @@ def test_one_update_from_wrong_zhat_reaches_the_truth():
     np.testing.assert_allclose(new, rts_level_estimates(lq, BETAS, log_zhat)[0], atol=1e-10)
     for k in range(1, K):
         _, se, _, _ = log_ratio_of_means(lq[..., k], lq[..., 0])
-        assert abs(new[k] - TRUTH[k]) < 4 * se < 0.5, k
+        assert_log_z((new[k], se), TRUTH[k], abs_tol=0.5, se_max=0.125, label=f"level {k}")
     assert np.max(np.abs(log_zhat - TRUTH)) > 5  # the start really was wrong
     half = rts_update(log_zhat, c, damping=0.5)
     np.testing.assert_allclose(half, (log_zhat - log_zhat[0] + new) / 2, atol=1e-12)

@@ -29,17 +29,13 @@ from contextvars import ContextVar
 
 import numpy as np
 import pytensor.tensor as pt
+from pymc.pytensorf import compile as _pymc_compile  # PyMC >= 5.19 (we need >= 5.20)
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
 from ..estimators.diagnostics import ModelWarning
 from .jax_rows import JaxRows, compile_rows_jax, jax_accelerator, jax_available, require_jax
-
-try:  # PyMC >= 5.19
-    from pymc.pytensorf import compile as _pymc_compile
-except ImportError:  # pragma: no cover - older PyMC
-    from pymc.pytensorf import compile_pymc as _pymc_compile
 
 __all__ = [
     "BACKENDS",
