@@ -611,3 +611,18 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
         np.testing.assert_array_equal(left, right)
     assert a.log_zeta == b.log_zeta and a.elbo == b.elbo
     assert a.info["n_pooled"] == DEFAULT_RESTARTS  # one mode: every restart is a duplicate
+
+
+def test_initial_point_function_compiled_once_and_follows_data_and_initvals():
+    """The space keeps the compiled initial-point function: the same function across calls,
+    while ``pm.set_data`` and a new initial value are still seen."""
+    with pm.Model() as model:
+        level = pm.Data("level", 1.0)
+        x = pm.Normal("x", mu=level)
+    space = model_space(model)
+    assert space.initial_x().tolist() == [1.0]
+    fn = space._initial_point[1]
+    pm.set_data({"level": 3.0}, model=model)
+    assert space.initial_x().tolist() == [3.0] and space._initial_point[1] is fn
+    model.set_initval(x, 5.0)
+    assert space.initial_x().tolist() == [5.0] and space._initial_point[1] is not fn
