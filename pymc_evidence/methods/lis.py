@@ -116,24 +116,28 @@ def _linked(problem, density, options, rng, start_of):
     log weights of a direction spread by more than 1.5 nats
     (:func:`~pymc_evidence.methods.noneq.more_stages`). On the 61-d latent random walk
     (seed 1, 20 links) forward and reverse spread by 3.0 and 9.6 nats, +0.19 +- 0.20;
-    with 80 links -0.04 +- 0.09; hierarchies, mixtures, LKJ and latent GPs 0.05-0.55."""
+    with 80 links -0.04 +- 0.09; hierarchies, mixtures, LKJ and latent GPs 0.05-0.55.
+    Returns the options used, the density's counts before the kept runs, and the runs."""
+    counts = density.counts()
     runs = _links(problem, density, options, rng, start_of)
     log_r_f, log_r_r = runs[1], runs[3]
     spread = max(float(np.std(w)) for w in (log_r_f, log_r_r) if w is not None)
     raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
     if raised is None:
-        return options, runs
+        return options, counts, runs
     options = {**options, "n_stages": raised}
-    return options, _links(problem, density, options, rng, start_of)
+    counts = density.counts()  # the checks count the runs the estimate uses
+    return options, counts, _links(problem, density, options, rng, start_of)
 
 
 def run(problem, options) -> MethodResult:
     """Forward and/or reverse LIS runs, joined as ``options["direction"]`` says."""
     rng, density = problem.rng("method"), problem.density()
     n, direction = int(options["n_particles"]), options["direction"]
-    counts = density.counts()
     start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
-    options, (stage, log_r_f, info_f, log_r_r) = _linked(problem, density, options, rng, start_of)
+    options, counts, (stage, log_r_f, info_f, log_r_r) = _linked(
+        problem, density, options, rng, start_of
+    )
     start = None if direction == "forward" else start_of()
     est, work_f = _estimate(direction, log_r_f, log_r_r)
     est, spread = with_chain_spread(

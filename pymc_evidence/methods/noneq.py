@@ -143,9 +143,9 @@ def _anneal(problem, density, options, rng, method, start_of):
     widely (:func:`more_stages`). ``rais`` is left as asked: on the 61-d latent random walk
     (seed 1) its error followed its NUTS starts, not its stages (200 stages
     +0.15 +- 0.13, 981 stages +0.24 +- 0.07, 3200 stages +0.04 +- 0.10; the jackknife over
-    its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used,
-    ``(betas, schedule, work_f, info_f)`` and ``(physical_r, info_r)`` (None, None for
-    ``ais``)."""
+    its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used, the
+    density's counts before the runs that are kept, ``(betas, schedule, work_f, info_f)``
+    and ``(physical_r, info_r)`` (None, None for ``ais``)."""
 
     def once(opts):
         forward = _forward(problem, density, opts, rng)
@@ -153,25 +153,26 @@ def _anneal(problem, density, options, rng, method, start_of):
             return forward, (None, None)
         return forward, _reverse(problem, density, forward[0], forward[3], start_of(), opts, rng)
 
+    counts = density.counts()
     forward, reverse = once(options)
     if method == "rais":  # its error follows its NUTS starts more than its stages (see above)
-        return options, forward, reverse
+        return options, counts, forward, reverse
     works = [forward[2]] if method == "ais" else [forward[2], reverse[0]]
     spread = max(float(np.std(w)) for w in works)
     raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
     if raised is not None:  # once more at most: the cost stays bounded where modes keep it wide
         options = {**options, "n_stages": raised}
+        counts = density.counts()  # the checks count the runs the estimate uses
         forward, reverse = once(options)
-    return options, forward, reverse
+    return options, counts, forward, reverse
 
 
 def _run(problem, options, method) -> MethodResult:
     rng = problem.rng("method")
     density = problem.density()
     n = int(options["n_particles"])
-    counts = density.counts()
     start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
-    options, forward, (physical_r, info_r) = _anneal(
+    options, counts, forward, (physical_r, info_r) = _anneal(
         problem, density, options, rng, method, start_of
     )
     betas, schedule_name, work_f, info_f = forward
