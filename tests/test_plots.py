@@ -158,7 +158,10 @@ def test_beta_trace(name, request):
     assert len(trace_ax.get_lines()) == 2  # one trace per chain
     for line in trace_ax.get_lines():
         beta = line.get_ydata()
-        assert beta.size == SMALL["draws"] and 0.0 <= beta.min() and beta.max() <= 1.0
+        # st samples again with up to 4 times the draws where its chains crossed the
+        # ladder fewer than 8 times (200 draws: 800 here)
+        most = SMALL["draws"] * (4 if name == "st" else 1)
+        assert SMALL["draws"] <= beta.size <= most and 0.0 <= beta.min() and beta.max() <= 1.0
     labels = _labels(hist_ax)
     assert labels[:2] == ["chain 0", "chain 1"]
     assert ("Rao-Blackwellized" in labels) == (name == "ct")
