@@ -26,7 +26,7 @@ __all__ = ["MIXTURE_GAIN", "PIECES", "PROPOSALS", "gaussian_fit", "proposal_setu
 #: proposal name -> description
 PROPOSALS = {
     "normal": "Gaussian with the mean and covariance of the fitting half (unconstrained "
-    "space); one per separated mode the draws hop between, mixed by their shares",
+    "space), or a mixture of one per k-means piece where held-out draws favour it",
     "warp3": "warp-3: standard normal against the posterior standardised and symmetrised",
 }
 
