@@ -23,6 +23,7 @@ __all__ = [
     "BaseDensity",
     "GaussianBase",
     "assign_shared",
+    "gaussian_logp_grad_jax",
     "make_shared",
     "moment_match",
     "safe_cholesky",
@@ -253,6 +254,18 @@ class GaussianBase:
         logp = -0.5 * np.sum(z**2, axis=1) - self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
         return logp, grad
 
+    def jax_logp_grad(self, *, full_rank: bool = False):
+        """``(function, parameters)``: :meth:`logp_grad` as a jax function
+        ``function(x, parameters)`` of an ``(n, d)`` array, the same arithmetic, for jitted
+        code that evaluates the base inside a larger function. The function is one object for
+        every Gaussian base, so that code jitted for one base serves the next (its
+        parameters are arguments, not constants); ``full_rank=True`` gives a diagonal base
+        the full-rank form's parameters (the same values, a matrix for the inverse)."""
+        diagonal = self._inv_std is not None and not full_rank
+        inverse = self._inv_std if diagonal else self._inv_chol
+        const = -self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
+        return gaussian_logp_grad_jax, (self.mean, inverse, np.float64(const))
+
     @cached_property
     def _inv_std(self) -> np.ndarray | None:
         """``1 / std`` of a diagonal covariance (None otherwise): a 302-d mean-field base
@@ -352,3 +365,19 @@ def moment_match(log_weights, means, covs):
     mean = w @ means
     second = np.einsum("k,kij->ij", w, np.asarray(covs) + np.einsum("ki,kj->kij", means, means))
     return mean, second - np.outer(mean, mean)
+
+
+def gaussian_logp_grad_jax(x, parameters):
+    """``(log q, grad log q)`` of a Gaussian base at the rows of ``x``, in jax, from the
+    parameters of :meth:`GaussianBase.jax_logp_grad`: ``(mean, inverse, constant)``, the
+    inverse a vector (``1 / std`` of a mean-field base) or the inverse Cholesky factor."""
+    import jax.numpy as jnp
+
+    mean, inverse, const = parameters
+    if inverse.ndim == 1:
+        z = (x - mean) * inverse
+        grad = -(z * inverse)
+    else:
+        z = (x - mean) @ inverse.T
+        grad = -(z @ inverse)
+    return const - 0.5 * jnp.sum(z**2, axis=1), grad

@@ -32,6 +32,8 @@ __all__ = [
     "jax_accelerator",
     "jax_available",
     "jax_started",
+    "pad_rows",
+    "padded_size",
     "require_jax",
 ]
 
@@ -145,7 +147,7 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
     single = not isinstance(outputs, list | tuple)
     fn, shared = _jaxified(flat, [outputs] if single else list(outputs), what)
     in_axes = (0,) + (None,) * len(shared)
-    rows = JaxRows(jax.jit(jax.vmap(fn, in_axes=in_axes)), shared, what, int(ndim), single)
+    rows = JaxRows(jax.vmap(fn, in_axes=in_axes), shared, what, int(ndim), single)
     if check:
         rows.trace()
     return rows
@@ -159,15 +161,28 @@ class JaxRows:
     :data:`JAX_MAX_ROWS` rows go in chunks of that many. ``jax.jit`` compiles once per
     input shape, so particle counts that change (ARM, the last chunk of a long evaluation)
     reuse a few compiled shapes instead of compiling for each.
+
+    Attributes
+    ----------
+    batched : callable
+        The vmapped function before ``jax.jit``: ``batched(xs, *shared values)``, for jax
+        code that calls it inside a larger jitted function (the fused leapfrog trajectories
+        of :mod:`~pymc_evidence.engines.leapfrog`).
+    fused : dict
+        Those larger jitted functions, kept here so that they live (and stay compiled) as
+        long as this function does, keyed by their maker's choice.
     """
 
-    def __init__(self, fn, shared, what: str, ndim: int, single: bool = False):
-        self.fn, self.shared, self.what, self.ndim = fn, list(shared), what, ndim
+    def __init__(self, batched, shared, what: str, ndim: int, single: bool = False):
+        import jax
+
+        self.batched, self.fn, self.fused = batched, jax.jit(batched), {}
+        self.shared, self.what, self.ndim = list(shared), what, ndim
         self.single = single  # one output graph: return its array, not a list of one
         self.max_rows = sys.maxsize if jax_accelerator() else JAX_MAX_ROWS
         self._values: list = [None] * len(self.shared)  # (host array, device array)
 
-    def _shared_values(self) -> list:
+    def shared_values(self) -> list:
         """The device copies of the shared variables' values, renewed when one changed."""
         import jax.numpy as jnp
 
@@ -186,7 +201,7 @@ class JaxRows:
 
         xs = jax.ShapeDtypeStruct((JAX_MIN_ROWS, self.ndim), np.float64)
         try:
-            jax.eval_shape(self.fn, xs, *self._shared_values())
+            jax.eval_shape(self.fn, xs, *self.shared_values())
         except Exception as err:  # jax could not trace the graph
             raise NotImplementedError(f"{_JAX_FAILED.format(what=self.what)} ({err})") from err
 
@@ -206,13 +221,22 @@ class JaxRows:
         """The device outputs at the rows of ``xs`` (at most :attr:`max_rows`), from one
         padded call, and the number of rows to keep."""
         n = len(xs)
-        size = max(JAX_MIN_ROWS, 1 << max(n - 1, 0).bit_length())
-        padded = xs
-        if size > n:
-            fill = xs[-1:] if n else np.zeros((1, xs.shape[1]))
-            padded = np.concatenate([xs, np.repeat(fill, size - n, axis=0)])
-        out = self.fn(padded, *self._shared_values())
+        out = self.fn(pad_rows(xs, padded_size(n)), *self.shared_values())
         return (out if isinstance(out, list | tuple) else [out]), n
+
+
+def padded_size(n: int) -> int:
+    """The rows of a JAX call for ``n`` rows: a power of two, at least :data:`JAX_MIN_ROWS`."""
+    return max(JAX_MIN_ROWS, 1 << max(int(n) - 1, 0).bit_length())
+
+
+def pad_rows(xs: np.ndarray, size: int) -> np.ndarray:
+    """``xs`` (rows first) with its last row repeated up to ``size`` rows (zeros if empty)."""
+    n = len(xs)
+    if size <= n:
+        return xs
+    fill = xs[-1:] if n else np.zeros((1, *xs.shape[1:]), dtype=xs.dtype)
+    return np.concatenate([xs, np.repeat(fill, size - n, axis=0)])
 
 
 def _cut(out, n: int) -> np.ndarray:

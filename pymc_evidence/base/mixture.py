@@ -17,9 +17,17 @@ import pytensor.tensor as pt
 from scipy.linalg import solve_triangular
 
 from ..estimators.logspace import logsumexp
-from .gaussian import _LOG_2PI, GaussianBase, _structure, assign_shared, make_shared, moment_match
+from .gaussian import (
+    _LOG_2PI,
+    GaussianBase,
+    _structure,
+    assign_shared,
+    gaussian_logp_grad_jax,
+    make_shared,
+    moment_match,
+)
 
-__all__ = ["MixtureBase"]
+__all__ = ["MixtureBase", "mixture_logp_grad_jax"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +158,21 @@ class MixtureBase:
         weights = np.exp(terms - logp)
         return logp, np.einsum("kn,knd->nd", weights, np.asarray(grads))
 
+    def jax_logp_grad(self):
+        """``(function, parameters)``: :meth:`logp_grad` as a jax function
+        ``function(x, parameters)``, one object for every mixture base (see
+        :meth:`GaussianBase.jax_logp_grad`).
+
+        The components are padded to a power of two with copies of the first at weight zero
+        (log weight ``-inf``): jitted code compiles once per number of components, and
+        fits of one model with 3 and 4 components then share one compilation (every
+        component in the full-rank form, diagonal or not, for the same reason)."""
+        parts = [c.jax_logp_grad(full_rank=True)[1] for c in self._parts]
+        k = self.n_components
+        size = 1 << max(k - 1, 0).bit_length()
+        log_weights = np.concatenate([self.log_weights, np.full(size - k, -np.inf)])
+        return mixture_logp_grad_jax, (tuple(parts + parts[:1] * (size - k)), log_weights)
+
     def responsibilities(self, x: np.ndarray) -> np.ndarray:
         """Posterior component probabilities at each row of ``x``, shape ``(n, K)``."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -222,3 +245,18 @@ class MixtureBase:
         terms = shared["log_norms"] - 0.5 * pt.sum(z**2, axis=1)
         top = pt.max(terms)
         return top + pt.log(pt.sum(pt.exp(terms - top)))
+
+
+def mixture_logp_grad_jax(x, parameters):
+    """``(log q, grad log q)`` of a mixture base at the rows of ``x``, in jax: the components'
+    gradients weighted by their responsibilities (parameters from
+    :meth:`MixtureBase.jax_logp_grad`)."""
+    import jax
+    import jax.numpy as jnp
+
+    parts, log_weights = parameters
+    logps, grads = zip(*(gaussian_logp_grad_jax(x, part) for part in parts), strict=True)
+    terms = jnp.stack(logps) + log_weights[:, None]  # (K, n)
+    logp = jax.scipy.special.logsumexp(terms, axis=0)
+    weights = jnp.exp(terms - logp)  # padding components: exp(-inf) = 0
+    return logp, jnp.einsum("kn,knd->nd", weights, jnp.stack(grads))

@@ -36,6 +36,7 @@ from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..transforms.tempering import _check_layout, raveled_value_vars, tempered_terms
+from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
 __all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
 
@@ -81,6 +82,7 @@ class BatchedDensity:
     n_nonfinite: int = 0
     n_trajectories: int = 0
     n_diverging: int = 0
+    _fused: object = field(default=None, repr=False)
 
     @property
     def thread_safe(self) -> bool:
@@ -135,6 +137,32 @@ class BatchedDensity:
                 self.n_points += x.shape[0]
                 self.n_nonfinite += nonfinite
         return out
+
+    def fused_trajectory(self, n: int):
+        """The fused jax trajectory of :mod:`~pymc_evidence.engines.leapfrog` for ``n``
+        particles, or None where there is none (fewer than
+        :data:`~pymc_evidence.engines.leapfrog.FUSED_MIN_ROWS` particles, more than one JAX
+        call takes, a density not on JAX or a base with no jax form). Built once per density.
+        """
+        rows = getattr(self._fn, "_fn", None)
+        if not (isinstance(self._fn, BatchedLogp) and self.vectorized and is_jax_rows(rows)):
+            return None
+        if not hasattr(self.base, "jax_logp_grad") or not FUSED_MIN_ROWS <= n <= rows.max_rows:
+            return None
+        if self._fused is None:
+            with _COUNTS_LOCK:  # runs in threads: one builds it
+                if self._fused is None:
+                    self._fused = fused_trajectory(rows, self.base, self.record_evaluations)
+        return self._fused
+
+    def record_evaluations(self, n_calls: int, n_points: int, n_nonfinite: int) -> None:
+        """Count evaluations made outside :meth:`__call__` (a fused trajectory)."""
+        counted = not getattr(_NOT_COUNTED, "on", False)
+        with _COUNTS_LOCK:
+            self.n_calls += n_calls
+            if counted:
+                self.n_points += n_points
+                self.n_nonfinite += n_nonfinite
 
     def counts(self) -> tuple[int, int, int, int]:
         """The counters so far; pass to :meth:`nonfinite_fraction` or
@@ -200,6 +228,18 @@ class CallCounter:
     def __call__(self, x):
         self.n_calls += 1
         return self.density(x)
+
+    def fused_trajectory(self, n: int):
+        """The density's fused trajectory, its calls counted here too (None if none)."""
+        run = self.density.fused_trajectory(n)
+        if run is None:
+            return None
+
+        def counted(x, p, beta, eps_s, n_leapfrog):
+            self.n_calls += int(n_leapfrog)
+            return run(x, p, beta, eps_s, n_leapfrog)
+
+        return counted
 
     def __getattr__(self, name):
         return getattr(self.density, name)

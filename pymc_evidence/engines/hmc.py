@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .leapfrog import leapfrogs, path_grad
+
 __all__ = ["Info", "State", "hmc_step", "init_state", "rwm_step"]
 
 
@@ -42,7 +44,7 @@ class State:
 
     def grad_path(self, beta) -> np.ndarray:
         """Gradient of :meth:`log_path`, shape (n, d)."""
-        return _grad(self.grad_f, self.grad_q, beta)
+        return path_grad(self.grad_f, self.grad_q, beta)
 
 
 @dataclass(frozen=True)
@@ -72,13 +74,6 @@ def init_state(x: np.ndarray, density) -> State:
     x = np.atleast_2d(np.asarray(x, dtype=float)).copy()
     log_f, log_q, grad_f, grad_q = density(x)
     return State(x, log_f, log_q, grad_f, grad_q)
-
-
-def _grad(grad_f, grad_q, beta):
-    beta = np.asarray(beta, dtype=float)
-    if beta.ndim == 1:
-        beta = beta[:, None]
-    return beta * grad_f + (1.0 - beta) * grad_q
 
 
 def _column(value, n):
@@ -179,13 +174,9 @@ def hmc_step(
     p0 = rng.standard_normal((n, d))
     with np.errstate(invalid="ignore", over="ignore"):
         h0 = -state.log_path(beta) + 0.5 * np.sum(p0**2, 1)
-        x, p = state.x, p0 + 0.5 * eps * s * state.grad_path(beta)
-        for i in range(int(n_leapfrog)):
-            x = x + eps * s * p
-            log_f, log_q, grad_f, grad_q = density(x)
-            grad = _grad(grad_f, grad_q, beta)
-            p = p + (0.5 if i == n_leapfrog - 1 else 1.0) * eps * s * grad
-        proposal = State(x, log_f, log_q, grad_f, grad_q)
+        p = p0 + 0.5 * eps * s * state.grad_path(beta)
+        x, p, values = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog))
+        proposal = State(x, *values)
         h1 = -proposal.log_path(beta) + 0.5 * np.sum(p**2, 1)
         log_alpha = h0 - h1
     state, info = _metropolis(state, proposal, log_alpha, rng)

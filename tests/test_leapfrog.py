@@ -1,0 +1,134 @@
+"""The fused jax leapfrog trajectories against the numpy path they replace.
+
+A trajectory run as one jitted ``jax.lax.fori_loop`` (:mod:`pymc_evidence.engines.leapfrog`)
+must land where the numpy loop of density calls lands, report the same values there, and
+count the same calls, points and non-finite points; a density it cannot fuse must fall back
+to the numpy loop.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+from pymc_evidence.base import GaussianBase, MixtureBase
+from pymc_evidence.base._compile import use_backend
+from pymc_evidence.engines import batched_log_densities, hmc_step, init_state
+from pymc_evidence.engines.batched import CallCounter
+from pymc_evidence.engines.leapfrog import FUSED_MIN_ROWS, leapfrogs
+
+pytest.importorskip("jax")
+
+N = 300  # above FUSED_MIN_ROWS, padded to 512 rows
+
+
+def _model():
+    """Three coordinates, one of them cut at 1.5 by a potential: trajectories that cross
+    the cut meet a log density of -inf (non-finite points to count)."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Potential("cut", pt.switch(mu[0] > 1.5, -np.inf, 0.0))
+        pm.Normal("y", mu.sum(), s, observed=[0.3, -0.2, 0.5, 1.1])
+    return model
+
+
+def _bases():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 3))
+    full = GaussianBase(
+        np.array([0.2, -0.1, 0.0]), np.linalg.cholesky(a @ a.T + np.eye(3)), 0.0, "moments"
+    )
+    diagonal = GaussianBase(np.zeros(3), np.diag([0.5, 1.0, 2.0]), 0.0, "moments")
+    parts = [full, diagonal, full.with_values(mean=np.ones(3))]
+    mixture = MixtureBase.from_components(parts, np.log([0.5, 0.3, 0.2]), log_zeta=0.0)
+    return {"full": full, "mean_field": diagonal, "mixture": mixture}
+
+
+def _numpy_path(density, n):
+    """The same density with no fused trajectory (the numpy loop of density calls)."""
+
+    class Plain:
+        def __call__(self, x):
+            return density(x)
+
+        def record_trajectories(self, diverging):
+            density.record_trajectories(diverging)
+
+    assert getattr(Plain(), "fused_trajectory", None) is None
+    return Plain()
+
+
+@pytest.mark.parametrize("kind", ["full", "mean_field", "mixture"])
+def test_fused_matches_numpy(kind):
+    base = _bases()[kind]
+    with use_backend("jax"):
+        density = batched_log_densities(_model(), base)
+    assert density.fused_trajectory(N) is not None
+    rng = np.random.default_rng(1)
+    x = base.sample(N, rng)
+    p = rng.standard_normal(x.shape)
+    beta = rng.uniform(size=N)
+    eps_s = 0.2 * np.array([1.0, 0.5, 2.0])
+    before = density.counts(), density.n_calls
+    fused = leapfrogs(density, x, p, beta, eps_s, 7)
+    middle = density.counts(), density.n_calls
+    with np.errstate(all="ignore"):  # trajectories that run off, as HMC meets them
+        plain = leapfrogs(_numpy_path(density, N), x, p, beta, eps_s, 7)
+    after = density.counts(), density.n_calls
+    for a, b in zip([fused[0], fused[1], *fused[2]], [plain[0], plain[1], *plain[2]], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+    assert np.any(~np.isfinite(fused[2][0]))  # some trajectories crossed the cut
+    fused_counts = np.subtract(middle[0], before[0]), middle[1] - before[1]
+    plain_counts = np.subtract(after[0], middle[0]), after[1] - middle[1]
+    assert fused_counts[1] == plain_counts[1] == 7
+    np.testing.assert_array_equal(fused_counts[0], plain_counts[0])
+    assert fused_counts[0][0] > 0  # non-finite points were counted
+
+
+def test_hmc_step_fused_and_counted():
+    """An HMC step through a run's call counter: same step as the numpy path, and both the
+    counter and the density count the trajectory's calls."""
+    base = _bases()["full"]
+    with use_backend("jax"):
+        density = batched_log_densities(_model(), base)
+    state = init_state(base.sample(N, np.random.default_rng(2)), density)
+    counter = CallCounter(density)
+    calls = density.n_calls
+    fused, info = hmc_step(state, 0.7, counter, 0.3, 5, np.random.default_rng(4))
+    plain, plain_info = hmc_step(
+        state, 0.7, _numpy_path(density, N), 0.3, 5, np.random.default_rng(4)
+    )
+    assert counter.n_calls == 5 and density.n_calls - calls == 10
+    np.testing.assert_array_equal(info.accepted, plain_info.accepted)
+    np.testing.assert_allclose(fused.x, plain.x, rtol=1e-9, atol=1e-9)
+
+
+def test_not_fused_where_it_cannot_be():
+    """Too few particles, PyTensor's default linker, or a base with no jax form: None."""
+    base = _bases()["full"]
+    with use_backend("jax"):
+        density = batched_log_densities(_model(), base)
+    assert density.fused_trajectory(FUSED_MIN_ROWS - 1) is None
+    with use_backend("default"):
+        assert batched_log_densities(_model(), base).fused_trajectory(N) is None
+
+
+def test_mixture_padding_shares_compilation():
+    """Mixtures of 3 and 4 components pad to 4: one jitted trajectory for both."""
+    bases = _bases()
+    three = bases["mixture"]
+    parts = [*three.components(), bases["mean_field"]]
+    four = MixtureBase.from_components(parts, np.zeros(4), log_zeta=0.0)
+    model = _model()
+    with use_backend("jax"):
+        first = batched_log_densities(model, three)
+        second = batched_log_densities(model, four)
+    rows = first._fn._fn
+    x = three.sample(N, np.random.default_rng(0))
+    p = np.zeros_like(x)
+    for density in (first, second):
+        leapfrogs(density, x, p, 0.5, 0.1, 2)
+    assert len(rows.fused) == 1
+    (jitted,) = rows.fused.values()
+    assert jitted._cache_size() == 1
