@@ -120,7 +120,6 @@ class EvidenceProblem:
     _base: object = field(default=None, repr=False)
     _tempering: object = field(default=None, repr=False)
     _reference: dict = field(default_factory=dict, repr=False)
-    _outputs_fn: object = field(default=None, repr=False)
     #: Which method of a cross-check is running: each gets its own ``"method"`` stream.
     method_slot: int = 0
     #: The NUTS backends the call's runs used (recorded in the results' attributes).
@@ -345,10 +344,10 @@ class EvidenceProblem:
         x = np.asarray(x, dtype=float)
         n_chain, n_draw = x.shape[:2]
         outputs = list(model.free_RVs) + list(model.deterministics)
-        if self._outputs_fn is None:  # compiled once per problem
-            graph = model.replace_rvs_by_values(outputs)
-            self._outputs_fn = self.space.compile_raveled_rows(graph)
-        rows = self._outputs_fn(x.reshape(-1, x.shape[-1]))
+        fn = self.space.rows_function(
+            "posterior", lambda: model.replace_rvs_by_values(outputs)
+        )  # compiled once per model
+        rows = fn(x.reshape(-1, x.shape[-1]))
         data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
         for i, var in enumerate(outputs):
             values = np.asarray(rows[i]).reshape((n_chain, n_draw) + np.shape(rows[i])[1:])

@@ -35,7 +35,8 @@ def with_discrete_draws(result, problem):
     x = np.asarray(space.unconstrain(values))
     lead = x.shape[:-1]
     with without_tracebacks():  # see transforms.elimination: they can double per rewrite
-        rows = space.compile_raveled_rows(list(summed.tables))(x.reshape(-1, x.shape[-1]))
+        tables = space.rows_function("summed tables", lambda: list(summed.tables))
+        rows = tables(x.reshape(-1, x.shape[-1]))
     draws = summed.draw([np.asarray(r) for r in rows], problem.rng("discrete"))
     source = problem.source
     data = {}
@@ -81,8 +82,11 @@ def _vectorized(post: xr.Dataset, source: pm.Model, stale: list) -> dict:
     1.2 s for a 20-point GP's ``f`` at 4000 draws)."""
     space = model_space(source)
     x = np.asarray(space.unconstrain({rv.name: post[rv.name].values for rv in source.free_RVs}))
-    graph = source.replace_rvs_by_values([source[name] for name in stale])
-    rows = space.compile_raveled_rows(graph)(x.reshape(-1, x.shape[-1]))
+    fn = space.rows_function(
+        ("deterministics", *stale),
+        lambda: source.replace_rvs_by_values([source[name] for name in stale]),
+    )
+    rows = fn(x.reshape(-1, x.shape[-1]))
     out = {}
     for name, value in zip(stale, rows, strict=True):
         value = np.asarray(value).reshape(x.shape[:-1] + np.shape(value)[1:])
