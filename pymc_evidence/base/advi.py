@@ -16,16 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..estimators.logspace import logsumexp
+from .advi_jax import BLOCK, fused_block
+from .advi_steps import Adam, Schedule
 from .batched_logp import BatchedLogp, batched_logp
+from .evaluation import BaseFitError, evaluate_bases
 
 __all__ = ["BaseFitError", "batched_logp", "evaluate_bases", "run_advi"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-class BaseFitError(RuntimeError):
-    """ADVI did not produce a usable base density."""
 
 
 @functools.cache
@@ -90,83 +88,6 @@ def _elbo_gradients(params, eps, logps, grads, d, fullrank):
     return elbo, grad
 
 
-class _Adam:
-    """Adam ascent on parameter rows, each row with its own step count."""
-
-    def __init__(self, shape, lr, b1=0.9, b2=0.999, eps=1e-8):
-        self.m, self.v, self.t = np.zeros(shape), np.zeros(shape), np.zeros(shape[0])
-        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
-
-    def ascend(self, params, grad, lr_scale, rows):
-        """Update ``params[rows]`` in place with the gradient rows ``grad`` (one per row);
-        ``rows`` is an index array, or ``slice(None)`` for all rows (faster)."""
-        t = self.t[rows] + 1.0
-        m = self.b1 * self.m[rows] + (1 - self.b1) * grad
-        v = self.b2 * self.v[rows] + (1 - self.b2) * grad * grad
-        self.t[rows], self.m[rows], self.v[rows] = t, m, v
-        step = (self.lr * lr_scale / (1 - self.b1**t))[:, None] * m
-        params[rows] += step / (np.sqrt(v / (1 - self.b2**t)[:, None]) + self.eps)
-
-
-#: The shortest decay, as a fraction of ``n_steps`` (a 60-d mean-field fit whose decay
-#: was as short as a 600-step constant phase came out visibly wider).
-_MIN_DECAY = 0.25
-
-
-class _Schedule:
-    """Learning-rate scale and Polyak window: a constant rate until ``decay_start`` (half
-    the steps, or earlier with ``early_stop`` once the ELBO has plateaued, see
-    :meth:`check`), then a cosine decay to 5% over as many steps as the constant phase
-    took (between a quarter and half of the steps); the iterates of the last 40% of the
-    decay are averaged.
-
-    An easy model plateaus after a few hundred steps and needs no 2500-step decay to settle
-    (the decay averages the Monte Carlo noise down): a one-parameter model took 3125 steps
-    of 5000 before, 1875 now.
-    """
-
-    def __init__(self, n_steps: int, early_stop: bool):
-        self.n_steps, self.early_stop = n_steps, early_stop
-        self.decay_start = self.n_decay = n_steps / 2
-        self.window = max(25, n_steps // 16)
-
-    @property
-    def end(self) -> int:
-        """Number of steps run."""
-        return int(np.ceil(self.decay_start + self.n_decay))
-
-    def in_tail(self, step: int) -> bool:
-        """Whether the iterate after ``step`` joins the Polyak average."""
-        return step >= int(self.end - 0.4 * self.n_decay)
-
-    def lr_scale(self, step: int) -> float:
-        """Multiplier of the initial learning rate at ``step``."""
-        if step < self.decay_start:
-            return 1.0
-        return 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * (step - self.decay_start) / self.n_decay))
-
-    def check(self, traces: np.ndarray, active: np.ndarray, step: int) -> None:
-        """End the constant phase after ``step`` when no active fit's ELBO rises any more:
-        the mean noisy ELBO of its last window exceeds that of the window before by less
-        than two standard errors of the difference."""
-        w, done = self.window, step + 1
-        if not self.early_stop or done % w or done < 2 * w or done >= self.decay_start:
-            return
-        last, var_last = _mean_and_var(traces[active, done - w : done])
-        prev, var_prev = _mean_and_var(traces[active, done - 2 * w : done - w])
-        if last.size and np.all(last - prev < 2.0 * np.sqrt(var_last + var_prev)):
-            self.decay_start = done
-            self.n_decay = max(done, self.n_steps * _MIN_DECAY)
-
-
-def _mean_and_var(x):
-    """Row means of ``x`` over its finite entries, and their squared standard errors."""
-    n = np.sum(np.isfinite(x), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nansum(x, axis=1) / n
-        return mean, np.nansum((x - mean[:, None]) ** 2, axis=1) / n**2
-
-
 @dataclass
 class AdviResult:
     """ADVI fits from ``R`` start points.
@@ -212,12 +133,16 @@ class _Collapse:
     def __init__(self, n_fits: int):
         self.reference = np.full(n_fits, -np.inf)
 
-    def __call__(self, logps: np.ndarray, traces: np.ndarray, idx, step: int) -> np.ndarray:
+    def update(self, traces: np.ndarray, step: int) -> None:
+        """Renew the reference before ``step`` when a window has just been completed."""
         if step >= COLLAPSE_WINDOW and step % COLLAPSE_WINDOW == 0:
             recent = traces[:, step - COLLAPSE_WINDOW : step]
             has = np.any(np.isfinite(recent), axis=1)
             self.reference[:] = -np.inf
             self.reference[has] = np.nanmedian(recent[has], axis=1)
+
+    def __call__(self, logps: np.ndarray, traces: np.ndarray, idx, step: int) -> np.ndarray:
+        self.update(traces, step)
         with np.errstate(invalid="ignore"):
             return np.mean(logps, axis=1) < self.reference[idx] - COLLAPSE_DROP
 
@@ -227,10 +152,14 @@ def _record_failures(bad, n_bad, errors, active, step, max_bad):
     n_bad[bad] += 1
     for r in bad[n_bad[bad] > max_bad]:
         active[r] = False
-        errors[r] = (
-            f"ADVI met non-finite log densities or gradients in {n_bad[r]} of {step + 1} "
-            "steps; the model may be badly scaled or the start point poor."
-        )
+        errors[r] = _failure_message(n_bad[r], step + 1)
+
+
+def _failure_message(n_bad: int, n_steps: int) -> str:
+    return (
+        f"ADVI met non-finite log densities or gradients in {n_bad} of {n_steps} steps; "
+        "the model may be badly scaled or the start point poor."
+    )
 
 
 def run_advi(
@@ -262,9 +191,11 @@ def run_advi(
         fit's noisy ELBO, averaged over windows of ``n_steps / 16`` steps, no longer rises
         by two standard errors), not after ``n_steps / 2`` steps; the decay keeps its length.
     callback : callable, optional
-        Called as ``callback(done, total)`` after every step: steps done and the steps the
-        run will take (it shrinks when the constant-rate phase stops early); e.g. the update
-        of a :func:`~pymc_evidence.progress.progress_bar`.
+        Called as ``callback(done, total)`` after every step (every block of at most
+        :data:`~pymc_evidence.base.advi_jax.BLOCK` steps where the density runs on JAX,
+        see :mod:`~pymc_evidence.base.advi_jax`): steps done and the steps the run will
+        take (it shrinks when the constant-rate phase stops early); e.g. the update of a
+        :func:`~pymc_evidence.progress.progress_bar`.
 
     Returns
     -------
@@ -273,86 +204,126 @@ def run_advi(
         meet a non-finite density or gradient, or its result is not finite.
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
-    n_fits, d = starts.shape
-    params = _init_params(starts, fullrank, init_scale)
-    adam = _Adam(params.shape, learning_rate)
-    traces = np.full((n_fits, n_steps), np.nan)
-    schedule, max_bad = _Schedule(n_steps, early_stop), max(10, 0.1 * n_steps)
-    tail_sum, n_tail = np.zeros_like(params), np.zeros(n_fits)
-    n_bad, active, errors = np.zeros(n_fits, dtype=int), np.ones(n_fits, bool), [None] * n_fits
-    collapsed = _Collapse(n_fits)
+    run = _Run.start(starts, fullrank, init_scale, learning_rate, n_steps, early_stop)
+    block = _jax_block(density, run, learning_rate)
     step = 0
-    while step < schedule.end:
-        eps = rng.standard_normal((n_fits, n_mc, d))
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        logps, grads, ok = _evaluate(density, params, eps, idx, fullrank)
-        ok &= ~collapsed(logps, traces, idx, step)
-        if not ok.all():
-            _record_failures(idx[~ok], n_bad, errors, active, step, max_bad)
-            idx, logps, grads = idx[ok], logps[ok], grads[ok]
-        rows = slice(None) if idx.size == n_fits else idx
-        elbo, grad = _elbo_gradients(params[rows], eps[rows], logps, grads, d, fullrank)
-        traces[rows, step] = elbo
-        adam.ascend(params, grad, schedule.lr_scale(step), rows)
-        if schedule.in_tail(step):
-            tail_sum[rows] += params[rows]
-            n_tail[rows] += 1
-        schedule.check(traces, active, step)
-        step += 1
+    while step < run.schedule.end:
+        if block is None:
+            if not _numpy_step(run, density, rng, step, n_mc):
+                break
+            step += 1
+        else:
+            if not run.active.any():
+                break
+            step = _fused_steps(run, block, density, rng, step, n_mc)
+        run.schedule.check(run.traces, run.active, step - 1)
         if callback is not None:
-            callback(step, schedule.end)
-    done = n_tail > 0
-    params[done] = tail_sum[done] / n_tail[done, None]
-    means, chols = unpack(params, d, fullrank)
-    finite = np.isfinite(means).all(axis=1) & np.isfinite(chols).all(axis=(1, 2))
-    for r in np.flatnonzero(active & ~finite):
-        errors[r] = "ADVI produced non-finite parameters"
-    return AdviResult(means, chols, traces[:, : schedule.end], errors, schedule.end)
+            callback(step, run.schedule.end)
+    return run.result()
 
 
-# ------------------------------------------------------------------------------------------
-# Fresh Monte Carlo evaluation
-def _weight_stats(log_w: np.ndarray) -> dict:
-    n = log_w.size
-    n_nonfinite = int(np.sum(~np.isfinite(log_w)))
-    log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
-    finite = log_w[np.isfinite(log_w)]
-    if finite.size < 2:
-        raise BaseFitError("the model density is not finite at draws from the base")
-    w = np.exp(log_w - np.max(log_w))
-    return {
-        "elbo": float(np.mean(finite)),
-        "elbo_se": float(np.std(finite, ddof=1) / np.sqrt(finite.size)),
-        "log_is": float(logsumexp(log_w) - np.log(n)),
-        "is_ess": float(w.sum() ** 2 / np.sum(w**2)),
-        "n_nonfinite": n_nonfinite,
-    }
+@dataclass
+class _Run:
+    """The state of a set of ADVI fits between steps."""
+
+    params: np.ndarray
+    adam: Adam
+    traces: np.ndarray
+    schedule: Schedule
+    collapsed: _Collapse
+    d: int
+    fullrank: bool
+    max_bad: float
+    n_bad: np.ndarray
+    active: np.ndarray
+    errors: list
+    tail_sum: np.ndarray
+    n_tail: np.ndarray
+
+    @classmethod
+    def start(cls, starts, fullrank, init_scale, learning_rate, n_steps, early_stop) -> _Run:
+        n_fits = len(starts)
+        params = _init_params(starts, fullrank, init_scale)
+        return cls(
+            params, Adam(params.shape, learning_rate), np.full((n_fits, n_steps), np.nan),
+            Schedule(n_steps, early_stop), _Collapse(n_fits), starts.shape[1], fullrank,
+            max(10, 0.1 * n_steps), np.zeros(n_fits, dtype=int), np.ones(n_fits, bool),
+            [None] * n_fits, np.zeros_like(params), np.zeros(n_fits),
+        )  # fmt: skip
+
+    def result(self) -> AdviResult:
+        """Polyak averages of the tails (the last iterate where a fit has none)."""
+        params, done = self.params, self.n_tail > 0
+        params[done] = self.tail_sum[done] / self.n_tail[done, None]
+        means, chols = unpack(params, self.d, self.fullrank)
+        finite = np.isfinite(means).all(axis=1) & np.isfinite(chols).all(axis=(1, 2))
+        for r in np.flatnonzero(self.active & ~finite):
+            self.errors[r] = "ADVI produced non-finite parameters"
+        end = self.schedule.end
+        return AdviResult(means, chols, self.traces[:, :end], self.errors, end)
 
 
-def evaluate_bases(density: BatchedLogp, bases, n: int, rng: np.random.Generator) -> list:
-    """Fresh Monte Carlo ELBO and importance-sampling ``log Z`` of several bases at once.
+#: Fits of at least this many steps run in jitted blocks where the density is on JAX
+#: (:mod:`~pymc_evidence.base.advi_jax`); the short checks of a Laplace base (400 steps)
+#: stay in numpy, whose block would be one more compilation for little.
+FUSED_MIN_STEPS = 1000
 
-    ``n`` draws of each base (drawn in order from ``rng``) are evaluated by the model in one
-    batched call.
 
-    Returns
-    -------
-    list of dict or BaseFitError
-        Per base: ``elbo``, ``elbo_se``, ``log_is`` (log-mean-exp of the importance
-        weights, a consistent but downward-biased estimate of ``log Z``), ``is_ess`` (Kish
-        effective sample size) and ``n_nonfinite`` (draws where the model density was not
-        finite, counted as weight zero); or the error when fewer than two were finite.
-    """
-    draws = [base.sample(n, rng) for base in bases]
-    if not draws:
-        return []
-    log_f = density(np.concatenate(draws))[0].reshape(len(draws), n)
-    out = []
-    for base, x, lf in zip(bases, draws, log_f, strict=True):
-        try:
-            out.append(_weight_stats(lf - base.logp(x)))
-        except BaseFitError as err:
-            out.append(err)
-    return out
+def _jax_block(density, run: _Run, learning_rate: float):
+    """The jitted block of steps for ``density``, or None (numpy steps): a density not on
+    JAX, a short fit, or a learning rate per fit."""
+    rows = getattr(density, "jax_rows", None)
+    if rows is None or run.traces.shape[1] < FUSED_MIN_STEPS or np.ndim(learning_rate):
+        return None
+    return fused_block(rows, run.d, run.fullrank, learning_rate, COLLAPSE_DROP)
+
+
+def _fused_steps(run: _Run, block, density, rng, step: int, n_mc: int) -> int:
+    """Steps from ``step`` to the next place where a window ends (the collapse
+    reference's, the plateau test's) or the fit does, in one jitted call; the step reached."""
+    schedule, n_fits, d = run.schedule, run.params.shape[0], run.d
+    stop = min(
+        (step // COLLAPSE_WINDOW + 1) * COLLAPSE_WINDOW,
+        (step // schedule.window + 1) * schedule.window,
+        schedule.end,
+    )
+    n = stop - step
+    eps = np.zeros((BLOCK, n_fits, n_mc, d))
+    eps[:n] = rng.standard_normal((n, n_fits, n_mc, d))
+    run.collapsed.update(run.traces, step)
+    tail_from = int(schedule.end - 0.4 * schedule.n_decay)
+    sched = (float(schedule.decay_start), float(schedule.n_decay), tail_from)
+    carry = (run.params, run.adam.m, run.adam.v, run.adam.t, run.n_bad, run.active,
+             np.zeros(n_fits, dtype=int), run.tail_sum, run.n_tail)  # fmt: skip
+    out = block(carry, eps, n, step, sched, run.collapsed.reference, float(run.max_bad),
+                *density.jax_rows.shared_values())  # fmt: skip
+    out = [np.array(o) for o in out]
+    run.params, run.adam.m, run.adam.v, run.adam.t, run.n_bad = out[:5]
+    dead = run.active & ~out[5]
+    run.active, run.tail_sum, run.n_tail = out[5], out[7], out[8]
+    run.traces[:, step:stop] = out[9][:n].T
+    for r in np.flatnonzero(dead):
+        run.errors[r] = _failure_message(run.n_bad[r], out[6][r])
+    return stop
+
+
+def _numpy_step(run: _Run, density, rng, step: int, n_mc: int) -> bool:
+    """One Adam step of every active fit (False, after drawing, when none is left)."""
+    n_fits, d = run.params.shape[0], run.d
+    eps = rng.standard_normal((n_fits, n_mc, d))
+    idx = np.flatnonzero(run.active)
+    if idx.size == 0:
+        return False
+    logps, grads, ok = _evaluate(density, run.params, eps, idx, run.fullrank)
+    ok &= ~run.collapsed(logps, run.traces, idx, step)
+    if not ok.all():
+        _record_failures(idx[~ok], run.n_bad, run.errors, run.active, step, run.max_bad)
+        idx, logps, grads = idx[ok], logps[ok], grads[ok]
+    rows = slice(None) if idx.size == n_fits else idx
+    elbo, grad = _elbo_gradients(run.params[rows], eps[rows], logps, grads, d, run.fullrank)
+    run.traces[rows, step] = elbo
+    run.adam.ascend(run.params, grad, run.schedule.lr_scale(step), rows)
+    if run.schedule.in_tail(step):
+        run.tail_sum[rows] += run.params[rows]
+        run.n_tail[rows] += 1
+    return True

@@ -58,6 +58,12 @@ class BatchedLogp:
     backend: str = "default"
 
     @property
+    def jax_rows(self):
+        """The :class:`~pymc_evidence.base.jax_rows.JaxRows` this evaluates with, or None
+        (PyTensor's default linker, or the row-by-row fallback)."""
+        return self._fn if self.backend == "jax" and self.vectorized else None
+
+    @property
     def thread_safe(self) -> bool:
         """True on JAX, whose jitted functions threads may call at once (a PyTensor
         function keeps its inputs and outputs in shared storage)."""

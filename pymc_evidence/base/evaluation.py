@@ -1,0 +1,62 @@
+"""Fresh Monte Carlo evaluation of fitted base densities: ELBO, importance-sampling ``log Z``.
+
+Every fitted base (ADVI restarts, Laplace approximations, widened and merged bases) is judged
+by draws of its own that its fit never saw (:func:`evaluate_bases`, one batched call of the
+model's density for all of them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..estimators.logspace import logsumexp
+
+__all__ = ["BaseFitError", "evaluate_bases"]
+
+
+class BaseFitError(RuntimeError):
+    """ADVI did not produce a usable base density."""
+
+
+def _weight_stats(log_w: np.ndarray) -> dict:
+    n = log_w.size
+    n_nonfinite = int(np.sum(~np.isfinite(log_w)))
+    log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+    finite = log_w[np.isfinite(log_w)]
+    if finite.size < 2:
+        raise BaseFitError("the model density is not finite at draws from the base")
+    w = np.exp(log_w - np.max(log_w))
+    return {
+        "elbo": float(np.mean(finite)),
+        "elbo_se": float(np.std(finite, ddof=1) / np.sqrt(finite.size)),
+        "log_is": float(logsumexp(log_w) - np.log(n)),
+        "is_ess": float(w.sum() ** 2 / np.sum(w**2)),
+        "n_nonfinite": n_nonfinite,
+    }
+
+
+def evaluate_bases(density, bases, n: int, rng: np.random.Generator) -> list:
+    """Fresh Monte Carlo ELBO and importance-sampling ``log Z`` of several bases at once.
+
+    ``n`` draws of each base (drawn in order from ``rng``) are evaluated by the model in one
+    batched call.
+
+    Returns
+    -------
+    list of dict or BaseFitError
+        Per base: ``elbo``, ``elbo_se``, ``log_is`` (log-mean-exp of the importance
+        weights, a consistent but downward-biased estimate of ``log Z``), ``is_ess`` (Kish
+        effective sample size) and ``n_nonfinite`` (draws where the model density was not
+        finite, counted as weight zero); or the error when fewer than two were finite.
+    """
+    draws = [base.sample(n, rng) for base in bases]
+    if not draws:
+        return []
+    log_f = density(np.concatenate(draws))[0].reshape(len(draws), n)
+    out = []
+    for base, x, lf in zip(bases, draws, log_f, strict=True):
+        try:
+            out.append(_weight_stats(lf - base.logp(x)))
+        except BaseFitError as err:
+            out.append(err)
+    return out
