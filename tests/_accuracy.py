@@ -8,7 +8,11 @@
 - and, where ``se_max`` is given, ``se <= se_max`` (the error bar itself is small enough).
 
 Both bounds, never either: a huge ``se`` must not excuse a large error, and a tiny error
-must not hide a miscalibrated ``se``. Tests import it directly (``from _accuracy import
+must not hide a miscalibrated ``se``. Other Monte Carlo quantities with an exact value (a
+mean of draws, a frequency, an estimate of ``Z`` itself) go through :func:`assert_estimate`,
+the same rule elementwise; an estimate known to be biased one way (an ELBO, forward AIS)
+through :func:`assert_below` / :func:`assert_above`. No test writes ``4 * se`` itself:
+:data:`Z_MAX` is the one number. Tests import it directly (``from _accuracy import
 assert_log_z``: pytest puts ``tests/`` on ``sys.path``, there is no package) or take the
 ``assert_log_z`` fixture of ``conftest.py``.
 """
@@ -17,10 +21,25 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ACCURACY_SEED", "FAST_CASES", "assert_log_z", "check_method", "fast_case"]
+import numpy as np
+
+__all__ = [
+    "ACCURACY_SEED",
+    "FAST_CASES",
+    "Z_MAX",
+    "assert_above",
+    "assert_below",
+    "assert_estimate",
+    "assert_log_z",
+    "check_method",
+    "fast_case",
+]
+
+#: The bound on ``|error| / se`` of every accuracy check.
+Z_MAX = 4.0
 
 
-def assert_log_z(est, truth, *, abs_tol, label="", se_max=None, z_max=4.0):
+def assert_log_z(est, truth, *, abs_tol, label="", se_max=None, z_max=Z_MAX):
     """Assert that an estimate of log Z matches ``truth`` within 4 se AND within ``abs_tol``.
 
     Parameters
@@ -72,6 +91,45 @@ def assert_log_z(est, truth, *, abs_tol, label="", se_max=None, z_max=4.0):
             problems.append(f"se > se_max {se_max:g}")
     assert not problems, f"{'; '.join(problems)} -- {report}"
     return error
+
+
+def _report(label, value, truth, se, rule):
+    what = f"{label}: " if label else ""
+    return f"{what}estimate {value}, exact {truth}, se {se}; rule {rule}"
+
+
+def assert_estimate(value, truth, se, *, abs_tol, label="", z_max=Z_MAX):
+    """Monte Carlo estimates (a number or an array, elementwise) of quantities with exact
+    values: every ``|value - truth| <= z_max se`` AND ``<= abs_tol``, every ``se`` finite and
+    positive (``abs_tol`` is required: pass ``np.inf`` only where the ``se`` alone is the
+    point, and say why). Returns the errors."""
+    value, truth, se = (np.asarray(a, dtype=float) for a in (value, truth, se))
+    error = value - truth
+    rule = f"|error| <= {z_max:g} se AND |error| <= {abs_tol:g}"
+    report = _report(label, value, truth, se, rule)
+    assert np.all(np.isfinite(value)), f"estimate not finite -- {report}"
+    assert np.all(np.isfinite(se) & (se > 0)), f"se not finite and positive -- {report}"
+    assert np.all(np.abs(error) <= z_max * se), f"|error| > {z_max:g} se -- {report}"
+    assert np.all(np.abs(error) <= abs_tol), f"|error| > {abs_tol:g} -- {report}"
+    return error
+
+
+def assert_below(value, bound, se, *, slack=0.0, label="", z_max=Z_MAX):
+    """An estimate whose expectation is at most ``bound`` (an ELBO, forward AIS's
+    ``log Z``): ``value <= bound + z_max se + slack``."""
+    value, bound, se = (np.asarray(a, dtype=float) for a in (value, bound, se))
+    report = _report(label, value, bound, se, f"value <= bound + {z_max:g} se + {slack:g}")
+    assert np.all(np.isfinite(se) & (se >= 0)), f"se not finite -- {report}"
+    assert np.all(value <= bound + z_max * se + slack), report
+
+
+def assert_above(value, bound, se, *, slack=0.0, label="", z_max=Z_MAX):
+    """An estimate whose expectation is at least ``bound`` (reverse AIS's ``log Z``):
+    ``value >= bound - z_max se - slack``."""
+    value, bound, se = (np.asarray(a, dtype=float) for a in (value, bound, se))
+    report = _report(label, value, bound, se, f"value >= bound - {z_max:g} se - {slack:g}")
+    assert np.all(np.isfinite(se) & (se >= 0)), f"se not finite -- {report}"
+    assert np.all(value >= bound - z_max * se - slack), report
 
 
 # The fast exact-log-Z cases every method is checked on at its defaults (test_ct_accuracy,

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+from _accuracy import assert_below, assert_estimate
 from scipy import special, stats
 
 import pymc_evidence as pme
@@ -148,9 +149,9 @@ def test_log_zeta_and_elbo_against_exact_log_z(regression, fullrank_base, meanfi
     system, mean, cov, _ = regression
     base = fullrank_base if which == "fullrank" else meanfield_base
     assert abs(base.log_zeta - system.log_z) < 0.1
-    assert base.elbo <= system.log_z + 3 * base.elbo_se
+    assert_below(base.elbo, system.log_z, base.elbo_se, label="ELBO below log Z")
     elbo_exact = system.log_z - gaussian_kl(base.mean, base.cov, mean, cov)
-    assert abs(base.elbo - elbo_exact) < 4 * base.elbo_se + 1e-3
+    assert_estimate(base.elbo, elbo_exact, base.elbo_se, abs_tol=0.05, label="ELBO")
     assert 0 < base.elbo_se < 0.1
 
 
@@ -376,7 +377,7 @@ def test_gaussian_sample_moments(random_gaussian):
     x = base.sample(40_000, np.random.default_rng(3))
     assert x.shape == (40_000, 4)
     se = np.sqrt(np.diag(cov) / 40_000)
-    np.testing.assert_array_less(np.abs(x.mean(axis=0) - mean), 4 * se)
+    assert_estimate(x.mean(axis=0), mean, se, abs_tol=0.02 * np.sqrt(np.max(np.diag(cov))))
     np.testing.assert_allclose(np.cov(x.T), cov, atol=0.05 * np.max(np.diag(cov)))
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pymc as pm
 import pytest
-from _accuracy import assert_log_z
+from _accuracy import assert_above, assert_below, assert_log_z
 from scipy.special import logsumexp
 
 import pymc_evidence as pme
@@ -157,7 +157,8 @@ def test_forward_ais_conjugate_regression(advi_regression):
     se = np.std(w) / np.mean(w) / np.sqrt(len(w))
     estimate = _logmeanexp(-works)
     assert_log_z((estimate, se), case.log_z, abs_tol=0.1, label="forward AIS engine")
-    assert -np.mean(works) <= case.log_z + 4 * np.std(works) / np.sqrt(len(works))
+    se_works = np.std(works) / np.sqrt(len(works))
+    assert_below(-np.mean(works), case.log_z, se_works, label="mean forward work (Jensen)")
     assert np.all(np.isfinite(info.acceptance[1:-1]))
     assert np.nanmean(info.acceptance) > 0.3
     assert info.ess.shape == betas.shape and info.ess[-1] > 50
@@ -179,7 +180,8 @@ def test_reverse_ais_from_exact_posterior(advi_regression):
     se = np.std(w) / np.mean(w) / np.sqrt(len(w))
     assert_log_z((estimate, se), case.log_z, abs_tol=0.1, label="reverse AIS engine")
     upper = -np.mean(works_r)
-    assert upper >= case.log_z - max(4 * np.std(works_r) / np.sqrt(len(works_r)), 0.02)
+    se_works = np.std(works_r) / np.sqrt(len(works_r))
+    assert_above(upper, case.log_z, se_works, slack=0.02, label="mean reverse work (Jensen)")
 
 
 def test_reverse_single_stage_is_harmonic_mean(regression):

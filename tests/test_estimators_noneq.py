@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _accuracy import assert_log_z
+from _accuracy import assert_estimate, assert_log_z
 
 from pymc_evidence.estimators import noneq, noneq_histogram
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
@@ -213,7 +213,7 @@ def test_large_works_no_overflow():
         ]
     for est in ests:
         assert np.isfinite(est.log_z) and np.isfinite(est.se)
-        assert abs(est.log_z + 1.3e4) < 4 * est.se + 1e-6
+        assert_log_z(est, -1.3e4, abs_tol=0.5, label=est.method)
 
 
 @pytest.mark.parametrize("bad", [[1.0], [[1.0, 2.0]], [1.0, np.nan], [np.inf, 1.0]])
@@ -292,8 +292,8 @@ def test_gaussian_toy_exact_mean_work_and_bar():
     assert exact_f == pytest.approx(11.9308, abs=1e-4)  # digest's value
     assert -exact_f < -np.log(10) < exact_r
     wf, wr = toy_works(np.random.default_rng(16), 20_000)
-    assert wf.mean() == pytest.approx(exact_f, abs=4 * wf.std() / np.sqrt(wf.size))
-    assert wr.mean() == pytest.approx(exact_r, abs=4 * wr.std() / np.sqrt(wr.size))
+    for w, exact in ((wf, exact_f), (wr, exact_r)):
+        assert_estimate(w.mean(), exact, w.std() / np.sqrt(w.size), abs_tol=0.1, label="mean work")
     est = quiet(bar_log_evidence, wf[:2000], wr[:2000])
     assert_log_z(est, -np.log(10), abs_tol=0.1)
     assert est.diagnostics["lower_bound"] < -np.log(10) < est.diagnostics["upper_bound"]

@@ -10,7 +10,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from _accuracy import assert_log_z
+from _accuracy import assert_estimate, assert_log_z
 from scipy import integrate, stats
 
 import pymc_evidence as pme
@@ -82,7 +82,8 @@ def test_gp_latent_evidence_and_posterior(gp):
     cond = [(a**2 * k0 + JITTER * eye) @ np.linalg.solve(a**2 * k0 + (JITTER + 0.09) * eye, Y_GP)
             for a in amp[::10]]  # fmt: skip
     sd = f.std(axis=0) / np.sqrt(amp.size / 10.0)  # a conservative Monte Carlo error
-    assert np.all(np.abs(f.mean(axis=0) - np.mean(cond, axis=0)) < 4.0 * sd + 1e-3)
+    sd = sd + 2.5e-4  # and the conditional means' own spread over the thinned amplitudes
+    assert_estimate(f.mean(axis=0), np.mean(cond, axis=0), sd, abs_tol=0.1, label="f mean")
 
 
 def test_conditional_draws_match_the_exact_posterior():
@@ -110,7 +111,7 @@ def test_conditional_draws_match_the_exact_posterior():
     mean, means = np.mean(means, axis=0), np.array(means)
     total = np.mean(covs, axis=0) + np.cov(means.T)
     n = len(draws)
-    assert np.all(np.abs(draws.mean(0) - mean) < 4.0 * np.sqrt(np.diag(total) / n))
+    assert_estimate(draws.mean(0), mean, np.sqrt(np.diag(total) / n), abs_tol=0.1)
     assert np.allclose(np.cov(draws.T), total, atol=0.1 * np.max(np.diag(total)))
 
 

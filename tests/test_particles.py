@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _accuracy import assert_log_z
+from _accuracy import assert_below, assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
@@ -140,7 +140,7 @@ def test_lis_bridged_exact(regression):
     inner = group["forward_step_sizes"].values
     np.testing.assert_array_equal(inner, group["reverse_step_sizes"].values)
     # unbridged estimates bracket the truth up to Monte Carlo error
-    assert est.diagnostics["log_z_forward"] - 4 * est.se <= regression.log_z + 0.1
+    assert_below(est.diagnostics["log_z_forward"], regression.log_z, est.se, slack=0.1)
 
 
 def test_lis_forward_prior_base():
@@ -247,14 +247,18 @@ def test_chain_spread_widens_the_se_when_the_chains_disagree():
 
 def test_reverse_runs_from_chains_in_separate_shells_get_their_spread():
     """Two thin shells: the four NUTS chains split 3 : 1 between them, and the reverse runs'
-    own spread missed it (rais -0.242 +- 0.076 at seed 1 before the chain jackknife)."""
+    own spread missed it (rais -0.242 +- 0.076 at seed 1 before the chain jackknife). The
+    chains start on the shells, three on one and one on the other, so that the split does
+    not hang on where four chains happen to go (a thin shell keeps the chain it holds)."""
     from pymc_evidence.testing import gaussian_shells
 
     system = gaussian_shells()
+    on_shell = [np.array([sign * 1.5, 0.0, 0.0, 0.0, 0.0]) for sign in (-1, -1, -1, 1)]
     with pytest.warns(pme.CrossCheckWarning, match="separate modes"):
         idata = pme.sample_evidence(
-            system.model, method="rais", random_seed=1, progressbar=False, chains=4
-        )
+            system.model, method="rais", random_seed=1, progressbar=False, chains=4,
+            initvals=[{"x": x} for x in on_shell],
+        )  # fmt: skip
     est = pme.log_evidence(idata)
     assert abs(est.log_z - system.log_z) < 2 * est.se
     assert est.diagnostics["chain_jackknife_se"] > 2 * est.diagnostics["runs_se"]
