@@ -7,6 +7,9 @@ compiled, vectorized call (:func:`batched_logp`, compiled once per model and cac
 Reparameterization gradients with Adam, a decaying learning rate and Polyak averaging of the
 last iterates; each result is evaluated by a fresh Monte Carlo estimate of the ELBO and of
 the importance-sampling estimate of ``log Z`` (:func:`evaluate_bases`, batched too).
+Where the density runs on JAX, a fit of :data:`FUSED_MIN_STEPS` steps or more runs its
+steps in jitted blocks (:mod:`~pymc_evidence.base.advi_jax`), the same arithmetic without
+Python between the steps.
 """
 
 from __future__ import annotations

@@ -103,8 +103,14 @@ def _make_block(batched, d, fullrank, lr, drop, b1=0.9, b2=0.999, tiny=1e-8):
 
 def fused_block(rows, d: int, fullrank: bool, lr: float, drop: float):
     """The jitted block of ADVI steps for the model function ``rows`` (a
-    :class:`~pymc_evidence.base.jax_rows.JaxRows`), kept on it (one per dimension, kind
-    of fit, learning rate and collapse drop), or None where jax is not there."""
+    :class:`~pymc_evidence.base.jax_rows.JaxRows`), kept on it: one per dimension, kind of
+    fit, learning rate and collapse drop, compiled (by ``jax.jit``) once per number of fits
+    and Monte Carlo points.
+
+    The block is called as ``block(carry, eps, n_valid, first, schedule, reference,
+    max_bad, *shared values)`` with ``carry = (params, m, v, t, n_bad, active, dead_at,
+    tail_sum, n_tail)`` and ``eps`` of shape ``(BLOCK, R, n_mc, d)``, of which the first
+    ``n_valid`` steps run; it returns the carry and the noisy ELBO trace ``(BLOCK, R)``."""
     key = ("advi", d, bool(fullrank), float(lr), float(drop))
     if key not in rows.fused:
         rows.fused[key] = _make_block(rows.batched, d, bool(fullrank), float(lr), float(drop))

@@ -144,8 +144,8 @@ class BatchedDensity:
         :data:`~pymc_evidence.engines.leapfrog.FUSED_MIN_ROWS` particles, more than one JAX
         call takes, a density not on JAX or a base with no jax form). Built once per density.
         """
-        rows = getattr(self._fn, "_fn", None)
-        if not (isinstance(self._fn, BatchedLogp) and self.vectorized and is_jax_rows(rows)):
+        rows = self._fn.jax_rows if isinstance(self._fn, BatchedLogp) else None
+        if rows is None:
             return None
         if not hasattr(self.base, "jax_logp_grad") or not FUSED_MIN_ROWS <= n <= rows.max_rows:
             return None
