@@ -294,8 +294,7 @@ def _fused_steps(run: _Run, block, density, rng, step: int, n_mc: int) -> int:
     eps = np.zeros((BLOCK, n_fits, n_mc, d))
     eps[:n] = rng.standard_normal((n, n_fits, n_mc, d))
     run.collapsed.update(run.traces, step)
-    tail_from = int(schedule.end - 0.4 * schedule.n_decay)
-    sched = (float(schedule.decay_start), float(schedule.n_decay), tail_from)
+    sched = (float(schedule.decay_start), float(schedule.n_decay), schedule.tail_from)
     carry = (run.params, run.adam.m, run.adam.v, run.adam.t, run.n_bad, run.active,
              np.zeros(n_fits, dtype=int), run.tail_sum, run.n_tail)  # fmt: skip
     out = block(carry, eps, n, step, sched, run.collapsed.reference, float(run.max_bad),

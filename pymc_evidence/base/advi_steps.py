@@ -54,9 +54,14 @@ class Schedule:
         """Number of steps run."""
         return int(np.ceil(self.decay_start + self.n_decay))
 
+    @property
+    def tail_from(self) -> int:
+        """The first step whose iterate joins the Polyak average."""
+        return int(self.end - 0.4 * self.n_decay)
+
     def in_tail(self, step: int) -> bool:
         """Whether the iterate after ``step`` joins the Polyak average."""
-        return step >= int(self.end - 0.4 * self.n_decay)
+        return step >= self.tail_from
 
     def lr_scale(self, step: int) -> float:
         """Multiplier of the initial learning rate at ``step``."""
