@@ -175,18 +175,16 @@ class ModelSpace:
         lead = first.shape[: first.ndim - rvs[0].type.ndim]  # the value's ndim, not the
         # unconstrained one's (LKJCorr(n=2): a (2, 2) value stored as a (1,) vector)
         n = int(np.prod(lead, dtype=int))
-        flat = {rv.name: np.asarray(values[rv.name]).reshape((n, -1)) for rv in rvs}
-        out = np.empty((n, self.ndim))
-        for i in range(n):
-            args = [
-                flat[rv.name][i].reshape(
-                    rv.type.shape
-                    if None not in rv.type.shape
-                    else np.shape(values[rv.name])[len(lead) :]
-                )
-                for rv in rvs
-            ]
-            out[i] = np.concatenate([np.ravel(v) for v in self._unconstrain(*args)])
+        rows = [
+            np.asarray(values[rv.name], dtype=rv.type.dtype).reshape(
+                (n, *rv.type.shape)
+                if None not in rv.type.shape
+                else (n, *np.shape(values[rv.name])[len(lead) :])
+            )
+            for rv in rvs
+        ]
+        outs = self._unconstrain(rows)
+        out = np.concatenate([np.reshape(o, (n, -1)) for o in outs], axis=1)
         return out.reshape((*lead, self.ndim))
 
     def constrain(self, x: np.ndarray) -> dict:
@@ -205,7 +203,10 @@ class ModelSpace:
 
 
 def _compile_unconstrain(model: pm.Model):
-    """Function from constrained free-variable values to their unconstrained values."""
+    """``fn(values) -> list``: the free variables' unconstrained values at every row of
+    their constrained ones (a list of ``(n, *shape)`` arrays), by one numpy call of the
+    graph vectorized over rows (a loop over 8000 posterior draws cost 0.3 s) or, where it
+    cannot be vectorized, a loop."""
     inputs = [rv.type() for rv in model.free_RVs]
     to_input = dict(zip(model.free_RVs, inputs, strict=True))
     outputs = []
@@ -213,7 +214,14 @@ def _compile_unconstrain(model: pm.Model):
         transform = model.rvs_to_transforms.get(rv)
         outputs.append(value if transform is None else transform.forward(value, *rv.owner.inputs))
     outputs = graph_replace(outputs, to_input, strict=False)
-    return compile_fn(inputs, outputs, jit=False)
+    try:
+        batched = [pt.tensor(dtype=v.type.dtype, shape=(None, *v.type.shape)) for v in inputs]
+        rows = vectorize_graph(outputs, replace=dict(zip(inputs, batched, strict=True)))
+        fn = compile_fn(batched, rows, jit=False)
+        return lambda values: fn(*values)
+    except Exception:  # an op that cannot be batched: one row at a time
+        one = compile_fn(inputs, outputs, jit=False)
+        return lambda values: [np.stack(v) for v in zip(*map(one, *values), strict=True)]
 
 
 def model_space(model: pm.Model | None = None) -> ModelSpace:

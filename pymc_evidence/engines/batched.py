@@ -140,7 +140,7 @@ class BatchedDensity:
 
     def fused_trajectory(self, n: int):
         """The fused jax trajectory of :mod:`~pymc_evidence.engines.leapfrog` for ``n``
-        particles, or None where there is none (fewer than
+        particles (or a subset of ``n``), or None where there is none (fewer than
         :data:`~pymc_evidence.engines.leapfrog.FUSED_MIN_ROWS` particles, more than one JAX
         call takes, a density not on JAX or a base with no jax form). Built once per density.
         """
@@ -235,9 +235,9 @@ class CallCounter:
         if run is None:
             return None
 
-        def counted(x, p, beta, eps_s, n_leapfrog):
+        def counted(x, p, beta, eps_s, n_leapfrog, at_least=None):
             self.n_calls += int(n_leapfrog)
-            return run(x, p, beta, eps_s, n_leapfrog)
+            return run(x, p, beta, eps_s, n_leapfrog, at_least)
 
         return counted
 

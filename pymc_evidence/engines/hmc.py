@@ -118,6 +118,7 @@ def hmc_step(
     n_leapfrog: int,
     rng: np.random.Generator,
     scale=None,
+    rows: int | None = None,
 ) -> tuple[State, Info]:
     """One Hamiltonian Monte Carlo step for every particle, at fixed ``beta``.
 
@@ -137,6 +138,9 @@ def hmc_step(
     scale : ndarray, shape (d,), optional
         Per-coordinate scale: the mass matrix is ``diag(1 / scale**2)`` (e.g. the base's
         marginal standard deviations). Identity mass when omitted.
+    rows : int, optional
+        Where ``state`` is a subset of a larger set of particles, that set's size: a fused
+        trajectory (:func:`~pymc_evidence.engines.leapfrog.leapfrogs`) is compiled for it.
 
     Returns
     -------
@@ -175,7 +179,7 @@ def hmc_step(
     with np.errstate(invalid="ignore", over="ignore"):
         h0 = -state.log_path(beta) + 0.5 * np.sum(p0**2, 1)
         p = p0 + 0.5 * eps * s * state.grad_path(beta)
-        x, p, values = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog))
+        x, p, values = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog), rows)
         proposal = State(x, *values)
         h1 = -proposal.log_path(beta) + 0.5 * np.sum(p**2, 1)
         log_alpha = h0 - h1

@@ -41,7 +41,7 @@ def path_grad(grad_f, grad_q, beta):
     return beta * grad_f + (1.0 - beta) * grad_q
 
 
-def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int):
+def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = None):
     """``n_leapfrog`` leapfrog steps from ``(x, p)``, ``p`` already moved by the first half step.
 
     Parameters
@@ -53,6 +53,11 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int):
     eps_s : ndarray, shape (d,) or (n, d)
         Step size times the per-coordinate scale.
     n_leapfrog : int
+    rows : int, optional
+        The size of the set these particles were taken from (a run's copies to move apart
+        are a subset of its particles): a fused trajectory is padded to at least that many
+        rows, so a subset of any size reuses the compilation made for the whole set. The
+        numbers do not depend on it beyond floating-point rounding.
 
     Returns
     -------
@@ -62,9 +67,10 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int):
         ``(log_f, log_q, grad_f, grad_q)`` at the end point.
     """
     fused = getattr(density, "fused_trajectory", None)
-    run = fused(x.shape[0]) if fused is not None else None
+    rows = max(x.shape[0], rows or 0)
+    run = fused(rows) if fused is not None else None
     if run is not None:
-        return run(x, p, beta, eps_s, n_leapfrog)
+        return run(x, p, beta, eps_s, n_leapfrog, rows)
     for i in range(int(n_leapfrog)):
         x = x + eps_s * p
         values = density(x)
@@ -89,8 +95,9 @@ def fused_trajectory(rows, base, record):
     Returns
     -------
     callable
-        ``run(x, p, beta, eps_s, n_leapfrog) -> (x, p, (log_f, log_q, grad_f, grad_q))``,
-        the signature and results of the numpy path of :func:`leapfrogs`.
+        ``run(x, p, beta, eps_s, n_leapfrog, at_least=None) -> (x, p, (log_f, log_q,
+        grad_f, grad_q))``, the results of the numpy path of :func:`leapfrogs`, padded to
+        at least ``at_least`` rows.
 
     Notes
     -----
@@ -105,9 +112,9 @@ def fused_trajectory(rows, base, record):
         rows.fused[base_fn] = _jitted_trajectory(rows.batched, base_fn)
     jitted = rows.fused[base_fn]
 
-    def run(x, p, beta, eps_s, n_leapfrog):
+    def run(x, p, beta, eps_s, n_leapfrog, at_least=None):
         n, d = x.shape
-        size = padded_size(n)
+        size = padded_size(max(n, at_least or 0))
         beta = np.broadcast_to(np.asarray(beta, dtype=np.float64), (n,))
         eps_s = np.broadcast_to(np.asarray(eps_s, dtype=np.float64), (n, d))
         args = [pad_rows(np.ascontiguousarray(a), size) for a in (x, p, beta, eps_s)]

@@ -239,7 +239,7 @@ def _finish(kernel: Kernel, state, log_w, rec) -> State:
         copies = repeats(index)
     rec["step_size"].append(kernel.step_size)
     if copies.size:
-        moved, acc = kernel.refresh(take(state, copies), 1.0)
+        moved, acc = kernel.refresh(take(state, copies), 1.0, rows=n)
         state = put(state, copies, moved)
     rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
     rec["n_moves"].append(float(len(acc)))

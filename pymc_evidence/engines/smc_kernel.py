@@ -155,19 +155,20 @@ class Kernel:
         self.particle_moves += state.x.shape[0] * len(acc)
         return state, acc
 
-    def _step(self, state: State, beta: float, acc: list[float]) -> State:
+    def _step(self, state: State, beta: float, acc: list[float], rows=None) -> State:
         """One HMC step of every particle; its acceptance appended to ``acc``, the step
-        size halved when more than :data:`DIVERGING_HALVE` of the trajectories diverged."""
+        size halved when more than :data:`DIVERGING_HALVE` of the trajectories diverged
+        (``rows``: see :func:`~pymc_evidence.engines.hmc.hmc_step`)."""
         state, info = hmc_step(
             state, beta, self.density, self.step_size, self.settings.n_leapfrog, self.rng,
-            self.scale,
+            self.scale, rows,
         )  # fmt: skip
         acc.append(float(np.mean(info.acceptance)))
         if np.mean(info.diverging) > DIVERGING_HALVE:
             self.step_size *= 0.5
         return state
 
-    def refresh(self, state: State, beta: float) -> tuple[State, list[float]]:
+    def refresh(self, state: State, beta: float, rows=None) -> tuple[State, list[float]]:
         """HMC steps until the particles have left the positions they started from.
 
         The last move of a run, given the copies resampling made (the particles already
@@ -177,13 +178,15 @@ class Kernel:
         close to the posterior (one importance-sampling step, no intermediate stage) then
         costs two or three steps of a few copies, where ``n_moves`` steps of every particle
         cost ten times the whole set: a 20 000-row logistic regression spent 90 % of its
-        time in that move.
+        time in that move. ``rows``, the run's number of particles: the copies' fused
+        trajectories are padded to the whole set, so that no number of copies compiles a
+        size of its own (on the latent GP each size cost 1.4 s, in warm calls too).
         """
         s, acc, start = self.settings, [], state.x
         moved = np.zeros(start.shape[0], dtype=bool)
         self.settle(state, beta)
         while len(acc) < max(s.n_moves, MIN_REFRESH):
-            state = self._step(state, beta, acc)
+            state = self._step(state, beta, acc, rows)
             moved |= np.any(state.x != start, axis=1)
             if len(acc) >= MIN_REFRESH and np.mean(~moved) <= UNMOVED_SHARE:
                 break
