@@ -627,3 +627,19 @@ def test_initial_point_function_compiled_once_and_follows_data_and_initvals():
     assert space.initial_x().tolist() == [3.0] and space._initial_point[1] is fn
     model.set_initval(x, 5.0)
     assert space.initial_x().tolist() == [5.0] and space._initial_point[1] is not fn
+
+
+def test_no_jit_clip_runs_as_numpy_with_the_values_of_clip():
+    """``compile_fn(jit=False)`` rewrites ``clip`` (which PyTensor's Python linker runs
+    element by element) to switches: the values of ``clip``, NaN and ``lo > hi`` included."""
+    import pytensor.tensor as pt
+
+    from pymc_evidence.base._compile import compile_fn
+
+    x, lo, hi = pt.vector("x"), pt.scalar("lo"), pt.scalar("hi")
+    fn = compile_fn([x, lo, hi], pt.clip(x, lo, hi), jit=False)
+    assert "Clip" not in str([node.op for node in fn.maker.fgraph.apply_nodes])
+    values = np.array([-1.0, 0.5, 3.0, np.nan, np.inf, -np.inf])
+    for a, b in [(0.0, 1.0), (2.0, 1.0), (np.nan, 1.0)]:
+        expected = [a if v < a else (b if v > b else v) for v in values]  # Clip.impl's rule
+        np.testing.assert_array_equal(fn(values, a, b), expected)

@@ -62,6 +62,27 @@ def test_gp_latent_is_integrated_exactly(gp):
         assert logp({"amp_log__": np.log(amp)}) == pytest.approx(exact, abs=1e-8)
 
 
+def test_gp_marginal_factors_the_kernel_once(gp):
+    """``f = chol(K) v`` with ``v ~ N(0, 1)``: the marginal's covariance is ``K + σ² I``
+    itself, and the likelihood's term at ``v = 0`` (cancelled by the potential) folds away:
+    the compiled density and gradient factor ``K + σ² I`` only, never ``K`` alone."""
+    import pytensor
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import ancestors
+
+    from pymc_evidence.base.batched_logp import _point_graph
+    from pymc_evidence.base.space import model_space
+
+    out = integrate_gaussian_latent(gp[0])
+    flat, graphs = _point_graph(model_space(out.model))
+    fn = pytensor.function([flat], graphs)
+    factored = [n.inputs[0] for n in fn.maker.fgraph.apply_nodes if "Cholesky" in str(n.op)]
+    assert factored
+    for matrix in factored:  # the noise variance 0.09 (+ jitter) is part of every one
+        constants = [c.data for c in ancestors([matrix]) if isinstance(c, Constant)]
+        assert any(np.any(np.abs(np.asarray(c) - 0.09) < 1e-5) for c in constants)
+
+
 def test_gp_latent_evidence_and_posterior(gp):
     model, log_z = gp
     with warnings.catch_warnings():

@@ -133,3 +133,22 @@ def test_mixture_padding_shares_compilation():
     jax = pytest.importorskip("jax")
     shapes = [jax.tree_util.tree_map(np.shape, base.jax_logp_grad()[1]) for base in (three, four)]
     assert shapes[0] == shapes[1]  # the same argument shapes: jit compiles once for both
+
+
+def test_subset_padded_to_its_set():
+    """A run's copies (any subset of its particles) are padded to the whole set's rows:
+    the same trajectory as unpadded, and no shape compiled beyond the set's."""
+    base = _bases()["full"]
+    with use_backend("jax"):
+        density = batched_log_densities(_model(), base)
+    rng = np.random.default_rng(2)
+    x = base.sample(N, rng)
+    p = rng.standard_normal(x.shape)
+    whole = leapfrogs(density, x, p, 0.6, 0.1, 3)
+    jitted = density._fn._fn.fused[base.jax_logp_grad()[0]]
+    compiled = jitted._cache_size()
+    for n in (FUSED_MIN_ROWS // 2, 150, N - 1):  # padded alone to 64 (numpy), 256, 512
+        part = leapfrogs(density, x[:n], p[:n], 0.6, 0.1, 3, rows=N)
+        for a, b in zip([part[0], part[1], *part[2]], [whole[0], whole[1], *whole[2]], strict=True):
+            np.testing.assert_allclose(a, b[:n], rtol=1e-9, atol=1e-9)
+    assert jitted._cache_size() == compiled

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.graph.rewriting.utils import rewrite_graph
 
 from ._compile import (
     checks_to_ninf,
@@ -87,9 +88,14 @@ def _point_graph(space: ModelSpace):
 
     Parameter checks become ``-inf`` switches *before* vectorizing, so that a row outside
     the support gives ``-inf`` for that row only (a vectorized check would fail them all).
+    The log density is rewritten (``canonicalize``) before its gradient is taken, so that
+    what folds to a constant leaves no gradient behind: an integrated latent GP's
+    likelihood term at ``v = 0`` kept a Cholesky factor of its kernel and that factor's
+    gradient otherwise (the density and gradient of 1024 points: 47 ms, 17 ms without).
     """
     flat, logp = space.on_flat(space.model.logp(jacobian=True))
     logp = pt.cast(checks_to_ninf(float64_constants(logp)), "float64")
+    logp = rewrite_graph(logp, include=("canonicalize",))
     return flat, [logp, pt.grad(logp, flat)]
 
 

@@ -30,12 +30,16 @@ _SUMMED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def fingerprint(model: pm.Model) -> tuple:
     """What a reparametrised copy depends on: the variables, the coords and the values of
     the data containers (the copy holds copies of them, so ``pm.set_data`` must show)."""
-    data = tuple(
-        (v.name, hashlib.blake2b(np.ascontiguousarray(v.get_value()).tobytes()).hexdigest())
-        for v in model.data_vars
-    )
+    data = tuple((v.name, _digest(v)) for v in model.data_vars)
     coords = tuple((k, None if v is None else tuple(v)) for k, v in model.coords.items())
     return tuple(model.named_vars), data, coords
+
+
+def _digest(var) -> str:
+    """A hash of a data container's value (a shared variable's, or a constant's: a copy
+    made by ``pm.do(..., make_interventions_shared=False)`` holds constants)."""
+    value = var.get_value() if hasattr(var, "get_value") else var.data
+    return hashlib.blake2b(np.ascontiguousarray(value).tobytes()).hexdigest()
 
 
 def reparametrized(source: pm.Model) -> pm.Model:
