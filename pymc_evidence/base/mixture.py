@@ -158,18 +158,19 @@ class MixtureBase:
         weights = np.exp(terms - logp)
         return logp, np.einsum("kn,knd->nd", weights, np.asarray(grads))
 
-    def jax_logp_grad(self):
+    def jax_logp_grad(self, min_components: int = 1):
         """``(function, parameters)``: :meth:`logp_grad` as a jax function
         ``function(x, parameters)``, one object for every mixture base (see
         :meth:`GaussianBase.jax_logp_grad`).
 
-        The components are padded to a power of two with copies of the first at weight zero
-        (log weight ``-inf``): jitted code compiles once per number of components, and
-        fits of one model with 3 and 4 components then share one compilation (every
-        component in the full-rank form, diagonal or not, for the same reason)."""
+        The components are padded to a power of two (at least ``min_components``) with
+        copies of the first at weight zero (log weight ``-inf``): jitted code compiles once
+        per number of components, and fits of one model with 3 and 4 components then share
+        one compilation (every component in the full-rank form, diagonal or not, for the
+        same reason)."""
         parts = [c.jax_logp_grad(full_rank=True)[1] for c in self._parts]
         k = self.n_components
-        size = 1 << max(k - 1, 0).bit_length()
+        size = max(1 << max(k - 1, 0).bit_length(), int(min_components))
         log_weights = np.concatenate([self.log_weights, np.full(size - k, -np.inf)])
         return mixture_logp_grad_jax, (tuple(parts + parts[:1] * (size - k)), log_weights)
 

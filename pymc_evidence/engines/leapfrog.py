@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FUSED_MIN_ROWS", "fused_trajectory", "leapfrogs", "path_grad"]
+__all__ = ["FUSED_MIN_ROWS", "MIXTURE_FORM_MAX_DIM", "fused_trajectory", "leapfrogs", "path_grad"]
 
 #: Fewest particles whose trajectories run fused (fewer run on the numpy path). SMC's
 #: pilot run has 250 particles: fused from 128 rows, the 3-component mixture's warm call
@@ -31,6 +31,16 @@ __all__ = ["FUSED_MIN_ROWS", "fused_trajectory", "leapfrogs", "path_grad"]
 #: so their per-step cost is all on the critical path); from 64 rows (the step-size
 #: search's trial trajectories too) no faster, and its first call 0.3 s slower.
 FUSED_MIN_ROWS = 128
+
+#: Up to this dimension a trajectory evaluates every base as a mixture of at least
+#: :data:`MIXTURE_MIN_COMPONENTS` components (a Gaussian base as one component, the rest at
+#: weight zero), so that one model's Gaussian and mixture bases share one compilation: the
+#: 3-component mixture's base is a Gaussian for some seeds and a mixture of 3 to 6 (of its
+#: six label-switched modes) for others, and a warm call whose base changed kind or size
+#: compiled its trajectories again (1 s of a 3.3 s call). Above it the padded components
+#: would cost more than the model's density.
+MIXTURE_FORM_MAX_DIM = 16
+MIXTURE_MIN_COMPONENTS = 4
 
 
 def path_grad(grad_f, grad_q, beta):
@@ -107,7 +117,7 @@ def fused_trajectory(rows, base, record):
     """
     from ..base.jax_rows import pad_rows, padded_size
 
-    base_fn, base_params = base.jax_logp_grad()
+    base_fn, base_params = _jax_base(base)
     if base_fn not in rows.fused:
         rows.fused[base_fn] = _jitted_trajectory(rows.batched, base_fn)
     jitted = rows.fused[base_fn]
@@ -124,6 +134,21 @@ def fused_trajectory(rows, base, record):
         return x, p, tuple(values)
 
     return run
+
+
+def _jax_base(base):
+    """The base's jax ``(function, parameters)`` for a trajectory: at most
+    :data:`MIXTURE_FORM_MAX_DIM` dimensions, in the mixture form (a Gaussian as a mixture of
+    one component), else its own."""
+    from ..base.gaussian import GaussianBase
+    from ..base.mixture import MixtureBase
+
+    small = base.ndim <= MIXTURE_FORM_MAX_DIM
+    if small and isinstance(base, GaussianBase):
+        base = MixtureBase.from_components([base], np.zeros(1), log_zeta=base.log_zeta)
+    if small and isinstance(base, MixtureBase):
+        return base.jax_logp_grad(min_components=MIXTURE_MIN_COMPONENTS)
+    return base.jax_logp_grad()
 
 
 def _jitted_trajectory(model_fn, base_fn):
