@@ -153,8 +153,9 @@ def test_mixture_padding_shares_compilation():
 
 
 def test_subset_padded_to_its_set():
-    """A run's copies (any subset of its particles) are padded to the whole set's rows:
-    the same trajectory as unpadded, and no shape compiled beyond the set's."""
+    """A run's copies (a subset of its particles) are padded to the whole set's rows where
+    that at most doubles them: the same trajectory as unpadded, and no shape compiled
+    beyond the set's; a subset a quarter of the set's size is not padded to it."""
     base = _bases()["full"]
     with use_backend("jax"):
         density = batched_log_densities(_model(), base)
@@ -164,7 +165,9 @@ def test_subset_padded_to_its_set():
     whole = leapfrogs(density, x, p, 0.6, 0.1, 3)
     (jitted,) = density._fn._fn.fused.values()
     compiled = jitted._cache_size()
-    for n in (FUSED_MIN_ROWS // 2, 150, N - 1):  # padded alone to 64 (numpy), 256, 512
-        part = leapfrogs(density, x[:n], p[:n], 0.6, 0.1, 3, rows=N)
+    for n in (FUSED_MIN_ROWS // 2, 257, N - 1):  # alone: 64 rows (numpy), 512, 512
+        part = leapfrogs(density, x[:n], p[:n], 0.6, 0.1, 3, rows=2 * N)  # a set of 1024
         _assert_same(part, whole, n)
-    assert jitted._cache_size() == compiled
+    assert jitted._cache_size() == compiled + 1  # 1024 rows
+    leapfrogs(density, x[:200], p[:200], 0.6, 0.1, 3, rows=2 * N)  # 256: not padded to 1024
+    assert jitted._cache_size() == compiled + 2

@@ -179,8 +179,10 @@ class Kernel:
         costs two or three steps of a few copies, where ``n_moves`` steps of every particle
         cost ten times the whole set: a 20 000-row logistic regression spent 90 % of its
         time in that move. ``rows``, the run's number of particles: the copies' fused
-        trajectories are padded to the whole set, so that no number of copies compiles a
-        size of its own (on the latent GP each size cost 1.4 s, in warm calls too).
+        trajectories are padded to the whole set where that at most doubles them
+        (:data:`~pymc_evidence.engines.leapfrog.SUBSET_PAD_MAX`), so that the number of
+        copies rarely compiles a size of its own (on the latent GP each size cost 1.4 s, in
+        warm calls too).
         """
         s, acc, start = self.settings, [], state.x
         moved = np.zeros(start.shape[0], dtype=bool)
