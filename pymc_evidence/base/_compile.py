@@ -35,6 +35,7 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
 from ..estimators.diagnostics import ModelWarning
+from ._no_jit import no_jit_mode
 from .jax_rows import JaxRows, compile_rows_jax, jax_accelerator, jax_available, require_jax
 
 __all__ = [
@@ -52,38 +53,6 @@ __all__ = [
 #: The backends of the batched density (see the module's docstring).
 BACKENDS = ("auto", "default", "jax")
 _BACKEND: ContextVar[str] = ContextVar("pymc_evidence_backend", default="auto")
-
-
-def no_jit_mode():
-    """PyTensor's Python linker with PyMC's rewrites but no fusion (a fused ``Composite``
-    runs element by element in Python; its parts run as numpy ufuncs), and ``clip`` as
-    two ``switch`` es (see :func:`_clip_as_switch`)."""
-    from pytensor.compile.mode import Mode
-    from pytensor.graph.rewriting.basic import in2out
-
-    mode = Mode(linker="py", optimizer="fast_run").excluding("fusion")
-    return mode.register((in2out(_clip_as_switch(), name="pme_clip_as_switch"), 48.5))
-
-
-def _clip_as_switch():
-    """A rewrite of ``clip(x, lo, hi)`` to ``switch(x < lo, lo, switch(x > hi, hi, x))``,
-    the same values (NaN and ``lo > hi`` included) by numpy ufuncs: PyTensor's ``Clip`` has
-    no numpy function, so the Python linker runs it element by element (a latent GP's
-    ``ExpQuad`` kernel clips its squared distances: 4.8 million Python calls, 1.3 s, to
-    draw the GP's values back for 8000 posterior draws)."""
-    import pytensor.scalar as ps
-    from pytensor.graph.rewriting.basic import node_rewriter
-    from pytensor.tensor.elemwise import Elemwise
-
-    @node_rewriter([Elemwise])
-    def clip_as_switch(fgraph, node):
-        if not isinstance(node.op.scalar_op, ps.Clip):
-            return None
-        x, lo, hi = node.inputs
-        out = pt.switch(pt.lt(x, lo), lo, pt.switch(pt.gt(x, hi), hi, x))
-        return [out.astype(node.outputs[0].type.dtype)]
-
-    return clip_as_switch
 
 
 def compile_fn(inputs, outputs, *, jit: bool = True, **kwargs):
