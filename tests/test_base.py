@@ -629,6 +629,30 @@ def test_initial_point_function_compiled_once_and_follows_data_and_initvals():
     assert space.initial_x().tolist() == [5.0] and space._initial_point[1] is not fn
 
 
+def test_initial_point_is_pymcs_without_compiling_c(monkeypatch):
+    """The space's initial point is ``model.initial_point()`` (transformed values, a user's
+    initial value included) on a model whose PyMC initial-point function compiles C (the
+    ``Scan`` behind ``LKJCholeskyCov``: 3-7 s of a first call), built without any C."""
+    from pytensor.link.c.basic import CLinker
+
+    with pm.Model() as model:
+        sd = pm.Exponential.dist(1.0, shape=3)
+        pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=sd, compute_corr=False)
+        pm.HalfNormal("s", initval=2.5)
+        pm.Uniform("u", -1.0, 3.0, shape=2)
+    expected = model.initial_point()
+
+    def no_c(*args, **kwargs):
+        raise AssertionError("the initial point compiled C")
+
+    monkeypatch.setattr(CLinker, "make_thunk", no_c)
+    point = model_space(model).initial_point()
+    assert list(point) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(point[name], value)
+    assert point["s_log__"] == pytest.approx(np.log(2.5))
+
+
 def test_no_jit_clip_runs_as_numpy_with_the_values_of_clip():
     """``compile_fn(jit=False)`` rewrites ``clip`` (which PyTensor's Python linker runs
     element by element) to switches: the values of ``clip``, NaN and ``lo > hi`` included."""

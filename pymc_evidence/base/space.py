@@ -15,7 +15,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import DictToArrayBijection, RaveledVars
-from pymc.initial_point import make_initial_point_fn
+from pymc.initial_point import make_initial_point_expression, make_initial_point_fn
+from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ._compile import compile_fn
@@ -91,11 +92,11 @@ class ModelSpace:
         return self.ravel(self.initial_point())
 
     def initial_point(self) -> dict:
-        """``model.initial_point()``, from a function compiled once per initial-value setting."""
+        """``model.initial_point()``, from a function built once per initial-value setting
+        (see :func:`_initial_point_fn`)."""
         key = _initvals_key(self.model)
         if self._initial_point is None or self._initial_point[0] != key:
-            fn = make_initial_point_fn(model=self.model, return_transformed=True)
-            self._initial_point = (key, fn)
+            self._initial_point = (key, _initial_point_fn(self.model))
         return dict(self._initial_point[1](None))
 
     def logp_dlogp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -222,6 +223,35 @@ def _compile_unconstrain(model: pm.Model):
     except Exception:  # an op that cannot be batched: one row at a time
         one = compile_fn(inputs, outputs, jit=False)
         return lambda values: [np.stack(v) for v in zip(*map(one, *values), strict=True)]
+
+
+def _initial_point_fn(model):
+    """PyMC's initial-point function of ``model`` (transformed values, default strategies),
+    without JIT: each op its numpy implementation.
+
+    ``pymc.initial_point.make_initial_point_fn`` compiles in ``FAST_COMPILE``, whose inner
+    graphs still compile C: an ``LKJCholeskyCov``'s initial point held a ``Scan`` whose C
+    code took 3-7 s of a new model's first call, before anything was on the screen. The
+    values are PyMC's own expressions; where they cannot run without JIT, PyMC's function.
+    """
+    values = make_initial_point_expression(
+        free_rvs=model.free_RVs,
+        rvs_to_transforms=model.rvs_to_transforms,
+        initval_strategies=model.rvs_to_initial_values,
+        return_transformed=True,
+    )
+    names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
+    try:
+        fn = compile_fn([], replace_rng_nodes(values), jit=False)
+    except Exception:  # an op without a numpy implementation: PyMC's compiled function
+        return make_initial_point_fn(model=model, return_transformed=True)
+    rngs = find_rng_nodes(fn.maker.fgraph.outputs)
+
+    def initial_point(seed) -> dict:
+        reseed_rngs(rngs, seed)
+        return dict(zip(names, fn(), strict=True))
+
+    return initial_point
 
 
 def model_space(model: pm.Model | None = None) -> ModelSpace:

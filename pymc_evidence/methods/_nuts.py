@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
+from ..base.space import model_space
 from ..nuts import run_step
 
 __all__ = [
@@ -79,7 +80,7 @@ def potential_from_base(base, model) -> QuadPotentialDiagAdapt:
     var = base.scale**2
     offsets = np.cumsum((0,) + tuple(base.sizes))
     where = {name: slice(offsets[i], offsets[i + 1]) for i, name in enumerate(base.names)}
-    point = model.initial_point()
+    point = model_space(model).initial_point()
     means, variances = [], []
     for v in model.value_vars:
         if v.name in where:

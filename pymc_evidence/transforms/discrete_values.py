@@ -13,6 +13,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import compile_fn
+from ..base.space import model_space
 from ..hygiene import ModelHygieneError
 
 __all__ = [
@@ -78,7 +79,7 @@ def finite_support(rv, model: pm.Model) -> np.ndarray:
 def log_value_count(discrete, model: pm.Model, point=None) -> float:
     """``log`` of the number of joint values of the variables ``discrete`` (``point``: the
     model's initial point, when already at hand)."""
-    point = model.initial_point() if point is None else point
+    point = model_space(model).initial_point() if point is None else point
     return float(
         sum(np.size(point[rv.name]) * np.log(len(finite_support(rv, model))) for rv in discrete)
     )
@@ -94,7 +95,7 @@ def joint_values(discrete, model: pm.Model, point=None) -> dict:
         Above :data:`MAX_JOINT_VALUES` joint values, naming the variables.
     """
     supports, shapes = [], []
-    point = model.initial_point() if point is None else point
+    point = model_space(model).initial_point() if point is None else point
     for rv in discrete:
         shape = tuple(int(s) for s in point[rv.name].shape)
         support = finite_support(rv, model)
@@ -150,7 +151,7 @@ def values_at_initial_point(model: pm.Model, graphs: list) -> list:
     N(0, 0.5²) jitter (the initial point of ``mu ~ N(0, s)`` is 0, where ``switch(z, mu,
     0)`` would hide that the terms depend on ``z``)."""
     rng = np.random.default_rng(12345)
-    point = model.initial_point()
+    point = model_space(model).initial_point()
     for name, value in point.items():
         if value.dtype.kind == "f":
             point[name] = value + 0.5 * rng.standard_normal(np.shape(value))

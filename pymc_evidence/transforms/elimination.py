@@ -27,6 +27,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
+from ..base.space import model_space
 from .discrete_values import (
     MAX_JOINT_VALUES,
     dependent_terms,
@@ -141,7 +142,7 @@ def eliminate(model: pm.Model, discrete) -> Eliminated | None:
     """``model`` with the discrete variables ``discrete`` summed out by variable
     elimination, or None when a variable alone, a term's scope or a step's table holds more
     than :data:`MAX_JOINT_VALUES` values."""
-    point = model.initial_point()
+    point = model_space(model).initial_point()
     if max(log_value_count([rv], model, point) for rv in discrete) > np.log(MAX_JOINT_VALUES):
         return None
     values = [joint_values([rv], model, point)[rv.name] for rv in discrete]

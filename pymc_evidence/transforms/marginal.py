@@ -31,6 +31,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import compile_fn
+from ..base.space import model_space
 from ..hygiene import is_discrete
 from .discrete_values import (
     MAX_JOINT_VALUES,
@@ -140,7 +141,7 @@ def _sum_elementwise(model, rv) -> SummedOut | None:
     if own is None:
         return None
     support = finite_support(rv, model)
-    shape = model.initial_point()[rv.name].shape
+    shape = model_space(model).initial_point()[rv.name].shape
     rng = np.random.default_rng(0)
     mixed = rng.choice(support, size=(2, *shape))
     every = np.broadcast_to(support.reshape((-1,) + (1,) * len(shape)), (len(support), *shape))
@@ -166,7 +167,7 @@ def _sum_elementwise(model, rv) -> SummedOut | None:
 def _elementwise_terms(model, rv, z):
     """``(own, children)``: elementwise log density terms of ``rv`` and of the variables
     that depend on it, each of ``rv``'s shape; ``(None, None)`` when one is not."""
-    point = model.initial_point()
+    point = model_space(model).initial_point()
     shape = point[rv.name].shape
     own, children = None, []
     for other, term in model_terms(model):
