@@ -246,22 +246,65 @@ def test_chain_spread_widens_the_se_when_the_chains_disagree():
 
 
 def test_reverse_runs_from_chains_in_separate_shells_get_their_spread():
-    """Two thin shells: the four NUTS chains split 3 : 1 between them, and the reverse runs'
-    own spread missed it (rais -0.242 +- 0.076 at seed 1 before the chain jackknife). The
-    chains start on the shells, three on one and one on the other, so that the split does
-    not hang on where four chains happen to go (a thin shell keeps the chain it holds)."""
+    """Two thin shells: NUTS chains split between them (four chains 3 : 1 gave rais
+    -0.242 +- 0.076 at seed 1 before the chain jackknife), and the reverse runs' own spread
+    misses it. The chains start on the shells, six on one and two on the other, so that the
+    split does not hang on where the chains happen to go (a thin shell keeps its chain)."""
     from pymc_evidence.testing import gaussian_shells
 
-    system = gaussian_shells()
-    on_shell = [np.array([sign * 1.5, 0.0, 0.0, 0.0, 0.0]) for sign in (-1, -1, -1, 1)]
+    system = gaussian_shells()  # its base: 7 separated modes on PyMC 6, so 8 chains
+    on_shell = [np.array([sign * 1.5, 0.0, 0.0, 0.0, 0.0]) for sign in (-1,) * 6 + (1,) * 2]
     with pytest.warns(pme.CrossCheckWarning, match="separate modes"):
         idata = pme.sample_evidence(
-            system.model, method="rais", random_seed=1, progressbar=False, chains=4,
+            system.model, method="rais", random_seed=1, progressbar=False, chains=8,
             initvals=[{"x": x} for x in on_shell],
         )  # fmt: skip
     est = pme.log_evidence(idata)
     assert abs(est.log_z - system.log_z) < 2 * est.se
     assert est.diagnostics["chain_jackknife_se"] > 2 * est.diagnostics["runs_se"]
+
+
+def test_reverse_methods_refuse_more_modes_than_chains():
+    """rais, bar and lis start from NUTS chains, each of which keeps its mode: a base with
+    more separated modes than chains is refused before any NUTS sampling (the egg-box's 18
+    modes, 4 chains: rais -0.339 +- 0.235 at seed 1), naming smc; the user's own draws run."""
+    from types import SimpleNamespace
+
+    from pymc_evidence.base import GaussianBase, MixtureBase
+    from pymc_evidence.methods._nuts import refuse_modes_beyond_chains, separated_modes
+
+    def mixture(k, small=0):
+        weights = np.r_[np.ones(k), np.full(small, 1e-3)]
+        n = k + small
+        return MixtureBase(np.log(weights), np.zeros((n, 1)), np.ones((n, 1, 1)), log_zeta=0.0)
+
+    merged = GaussianBase.from_moments(
+        np.zeros(1), np.eye(1), log_zeta=0.0, kind="merged",
+        info={"component_log_zeta": [0.0] * 6 + [-10.0]},
+    )  # fmt: skip
+    widened = GaussianBase.from_moments(
+        np.zeros(1), np.eye(1), log_zeta=0.0, info={"unwidened": mixture(3)}
+    )
+    assert [separated_modes(b) for b in (mixture(4, small=5), merged, widened)] == [4, 6, 3]
+
+    def problem(base, chains=4):
+        return SimpleNamespace(base=base, sampling=SimpleNamespace(chains=chains))
+
+    refuse_modes_beyond_chains(problem(mixture(4, small=5)), {"posterior": None})
+    refuse_modes_beyond_chains(problem(mixture(5), chains=5), {"posterior": None})
+    refuse_modes_beyond_chains(problem(mixture(5)), {"posterior": object()})  # the user's
+    for base in (mixture(5), merged):
+        with pytest.raises(ValueError, match="method='smc'"):
+            refuse_modes_beyond_chains(problem(base), {"posterior": None})
+
+    system = pme.testing.egg_box()
+    for method in ("rais", "lis"):
+        with pytest.raises(ValueError, match="separated modes"):
+            pme.sample_evidence(system.model, method=method, random_seed=1, progressbar=False)
+    forward = pme.sample_evidence(
+        system.model, method="lis", direction="forward", random_seed=1, progressbar=False
+    )  # forward links start from the base: not refused
+    assert np.isfinite(pme.log_evidence(forward).log_z)
 
 
 def test_ais_anneals_again_with_more_stages_where_works_spread(regression):

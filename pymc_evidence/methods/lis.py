@@ -17,6 +17,7 @@ import numpy as np
 from ..engines.lis import interpolate_step_sizes, run_lis
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
 from ..progress import progress_bar
+from ._nuts import refuse_modes_beyond_chains
 from ._particles import (
     particle_result,
     pilot_run,
@@ -185,6 +186,13 @@ def _check(options):
         raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
 
 
+def _ready(problem, options) -> None:
+    """Runs that start from NUTS draws need a chain in every mode (see
+    :func:`~pymc_evidence.methods._nuts.refuse_modes_beyond_chains`)."""
+    if options["direction"] != "forward":
+        refuse_modes_beyond_chains(problem, options)
+
+
 SPEC = MethodSpec(
     name="lis",
     description="linked importance sampling (Neal), forward and reverse runs joined by a bridge",
@@ -200,4 +208,5 @@ SPEC = MethodSpec(
     },
     check=_check,
     nuts="any",
+    ready=_ready,
 )

@@ -21,6 +21,7 @@ from ..engines.ais import (
 )
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
+from ._nuts import refuse_modes_beyond_chains
 from ._particles import (
     particle_result,
     pilot_run,
@@ -231,9 +232,15 @@ def _spec(name, description, options):
     def run(problem, opts):
         return _run(problem, opts, name)
 
-    nuts = "none" if name == "ais" else "any"  # rais/bar start from NUTS draws
+    reverse = name != "ais"  # rais/bar start from NUTS draws
     return MethodSpec(
-        name=name, description=description, run=run, options=options, check=_check, nuts=nuts
+        name=name,
+        description=description,
+        run=run,
+        options=options,
+        check=_check,
+        nuts="any" if reverse else "none",
+        ready=refuse_modes_beyond_chains if reverse else None,
     )
 
 
