@@ -5,7 +5,7 @@ Examples
 >>> import pymc as pm, pymc_evidence as pme
 >>> with pm.Model() as model:
 ...     mu = pm.Normal("mu", 0, 1)
-...     pm.Normal("y", mu, 1, observed=[0.1, -0.3])
+...     y = pm.Normal("y", mu, 1, observed=[0.1, -0.3])
 ...     idata = pme.sample_evidence(method="ct", draws=300, tune=300, chains=2,
 ...                                 random_seed=1, progressbar=False)
 >>> est = pme.log_evidence(idata)

@@ -235,7 +235,7 @@ def sample_evidence(
     >>> import pymc as pm, pymc_evidence as pme
     >>> with pm.Model():
     ...     p = pm.Beta("p", 1, 1)
-    ...     pm.Bernoulli("y", p, observed=[1, 0, 1, 1])
+    ...     y = pm.Bernoulli("y", p, observed=[1, 0, 1, 1])
     ...     idata = pme.sample_evidence(n_particles=500, n_runs=2, random_seed=3,
     ...                                 progressbar=False)
     >>> est = pme.log_evidence(idata)    # exact: log B(4, 2) = log(1/20) = -2.996

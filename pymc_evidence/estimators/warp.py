@@ -44,6 +44,7 @@ def warp3_standardize(x, mean, chol, rng: np.random.Generator | None = None) -> 
 
     Examples
     --------
+    >>> from scipy import stats
     >>> rng = np.random.default_rng(0)
     >>> x = rng.gamma(2.0, size=(20000, 1))            # skewness 1.41
     >>> eta = warp3_standardize(x, *warp3_moments(x), rng=rng)
@@ -80,6 +81,7 @@ def warp3_log_density(log_f_plus, log_f_minus, chol) -> np.ndarray:
 
     Examples
     --------
+    >>> from scipy import stats
     >>> eta = np.array([[0.5]])
     >>> plus, minus = warp3_points(eta, np.array([1.0]), np.array([[2.0]]))
     >>> log_f = lambda x: 3.0 + stats.norm.logpdf(x[:, 0], 1.0, 2.0)

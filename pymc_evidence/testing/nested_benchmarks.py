@@ -97,7 +97,7 @@ def gaussian_shells(
     Examples
     --------
     >>> from pymc_evidence.testing.nested_benchmarks import gaussian_shells
-    >>> round(gaussian_shells().log_z, 3)
+    >>> round(float(gaussian_shells().log_z), 3)
     -5.674
     """
     d = int(d)
