@@ -66,10 +66,10 @@ class _GaussianMarginal:
 
 
 def _design(name):
-    from pymc_evidence.datasets import _county_coding, load_radon
+    from pymc_evidence.datasets import county_coding, load_radon
 
     data = load_radon()
-    county_idx, counties = _county_coding(data)
+    county_idx, counties = county_coding(data)
     x = data["floor"].to_numpy(np.float64)
     y = data["log_radon"].to_numpy(np.float64)
     n, k = y.size, len(counties)

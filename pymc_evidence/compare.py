@@ -25,7 +25,9 @@ from pymc_evidence.results.schema import log_evidence
 
 __all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
 
-_COLUMNS = "log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se".split()
+LOG_Z_COLUMNS = (
+    "log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se".split()
+)
 
 
 class BayesFactor(NamedTuple):
@@ -158,7 +160,7 @@ def _bayes_factor(a: Any, b: Any) -> BayesFactor:
     )
 
 
-def _log_prior(names: list, prior_probs: Mapping | Sequence | None) -> np.ndarray:
+def log_prior_probs(names: list, prior_probs: Mapping | Sequence | None) -> np.ndarray:
     """Log prior model probabilities in the order of ``names``, validated."""
     if prior_probs is None:
         return np.full(len(names), -np.log(len(names)))
@@ -275,7 +277,7 @@ def compare(
         },
         index=pd.Index(probs.names, name="model"),
     )
-    return table.sort_values("log_z", ascending=False, kind="stable")[_COLUMNS]
+    return table.sort_values("log_z", ascending=False, kind="stable")[LOG_Z_COLUMNS]
 
 
 class _Probabilities(NamedTuple):
@@ -300,7 +302,7 @@ def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Prob
     if not models:
         raise ValueError("models is empty; pass at least one model.")
     names = list(models)
-    log_prior = _log_prior(names, prior_probs)
+    log_prior = log_prior_probs(names, prior_probs)
     estimates = _estimates(models, stacklevel=4)
     log_z = np.array([estimates[name].log_z for name in names], dtype=np.float64)
     se = np.array([estimates[name].se for name in names], dtype=np.float64)

@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from .api import log_evidence, sample_evidence
 from .base.jax_rows import jax_started
-from .compare import _COLUMNS, _log_prior, compare
+from .compare import LOG_Z_COLUMNS, compare, log_prior_probs
 from .estimators.diagnostics import EvidenceWarning
 from .estimators.pooling import pool_replicas
 from .problem import seed_sequence
@@ -225,11 +225,11 @@ def _table(names, pooled: dict, errors: dict, counts: dict, log_prior, method) -
         if not total:
             table[["prior_prob", "post_prob", "post_prob_se"]] = np.nan
     else:
-        table = pd.DataFrame(columns=_COLUMNS, index=pd.Index([], name="model"))
+        table = pd.DataFrame(columns=LOG_Z_COLUMNS, index=pd.Index([], name="model"))
     failed = [name for name in names if name not in pooled]
     rows = pd.DataFrame(  # no part in the comparison: no prior or posterior probability
         {"method": [method] * len(failed)}, index=pd.Index(failed, name="model")
-    ).reindex(columns=_COLUMNS)
+    ).reindex(columns=LOG_Z_COLUMNS)
     table = pd.concat([table, rows]) if len(table) else rows
     table["replicas"] = [counts[name] for name in table.index]
     table["replica_sd"] = [
@@ -353,7 +353,7 @@ def compare_models(
     replicas = _check_call(replicas, executor, method_kwargs)
     payloads = _payloads(models, pickled=executor is not None)
     names = list(payloads)
-    log_prior = _log_prior(names, prior_probs)
+    log_prior = log_prior_probs(names, prior_probs)
     options = dict(method_kwargs)
     if executor is not None:
         options.setdefault("cores", 1)

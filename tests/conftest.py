@@ -19,9 +19,9 @@ def assert_log_z():
 def radon():
     """The radon data as arrays: county index ``idx``, floor ``x``, log radon ``y``, and the
     number of counties ``k`` (shared by the exact-radon tests)."""
-    from pymc_evidence.datasets import _county_coding, load_radon
+    from pymc_evidence.datasets import county_coding, load_radon
 
     data = load_radon()
-    idx, counties = _county_coding(data)
+    idx, counties = county_coding(data)
     x, y = data["floor"].to_numpy(float), data["log_radon"].to_numpy(float)
     return {"idx": idx, "x": x, "y": y, "k": len(counties)}

@@ -210,3 +210,30 @@ def test_function_length(path):
         and (n := _body_lines(node)) > MAX_FUNCTION_LINES
     ]
     assert not long, f"{_rel(path)}: function bodies over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def _private_imports(source: str) -> list[str]:
+    """``module.name`` of every private name (``_name``) imported from this package."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+            continue
+        ours = node.level > 0 or (node.module or "").split(".")[0] == PACKAGE
+        out += [
+            f"{'.' * node.level}{node.module or ''}.{alias.name}"
+            for alias in node.names
+            if ours and alias.name.startswith("_") and not alias.name.startswith("__")
+        ]
+    return out
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_no_private_names_imported_across_modules(path):
+    """A name another module needs is public in the module that defines it."""
+    found = _private_imports(path.read_text())
+    assert not found, f"{_rel(path)} imports private names: {found}"
+    assert _private_imports("from .x import _a, b\nfrom pymc_evidence.y import _c\n") == [
+        ".x._a",
+        "pymc_evidence.y._c",
+    ]
+    assert not _private_imports("from pytensor.graph.replace import _vectorize_node\n")

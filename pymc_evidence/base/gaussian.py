@@ -29,7 +29,7 @@ __all__ = [
     "safe_cholesky",
 ]
 
-_LOG_2PI = float(np.log(2.0 * np.pi))
+LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @runtime_checkable
@@ -143,7 +143,7 @@ def graph_form(base) -> str:
     return next(c for c in type(base).__mro__ if "logp_graph" in vars(c)).__name__
 
 
-def _structure(base) -> tuple:
+def shared_structure(base) -> tuple:
     shapes = tuple(sorted((k, np.shape(v)) for k, v in base._shared_values.items()))
     return (graph_form(base), *shapes)
 
@@ -236,7 +236,7 @@ class GaussianBase:
         """Normalized log density at each row of ``x`` (shape ``(n, d)``)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         z = solve_triangular(self.chol, (x - self.mean).T, lower=True)
-        return -0.5 * np.sum(z**2, axis=0) - self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
+        return -0.5 * np.sum(z**2, axis=0) - self.log_det_chol() - 0.5 * self.ndim * LOG_2PI
 
     def logp_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log q (n,), grad log q (n, d))`` at the rows of ``x``, in closed form (the
@@ -251,7 +251,7 @@ class GaussianBase:
         else:
             z = (x - self.mean) @ self._inv_chol.T
             grad = -(z @ self._inv_chol)
-        logp = -0.5 * np.sum(z**2, axis=1) - self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
+        logp = -0.5 * np.sum(z**2, axis=1) - self.log_det_chol() - 0.5 * self.ndim * LOG_2PI
         return logp, grad
 
     def jax_logp_grad(self, *, full_rank: bool = False):
@@ -263,7 +263,7 @@ class GaussianBase:
         the full-rank form's parameters (the same values, a matrix for the inverse)."""
         diagonal = self._inv_std is not None and not full_rank
         inverse = self._inv_std if diagonal else self._inv_chol
-        const = -self.log_det_chol() - 0.5 * self.ndim * _LOG_2PI
+        const = -self.log_det_chol() - 0.5 * self.ndim * LOG_2PI
         return gaussian_logp_grad_jax, (self.mean, inverse, np.float64(const))
 
     @cached_property
@@ -300,13 +300,13 @@ class GaussianBase:
             "log_zeta": np.float64(self.log_zeta),
             "mean": self.mean,
             "chol_inv": solve_triangular(self.chol, np.eye(d), lower=True),
-            "log_norm": np.float64(-self.log_det_chol() - 0.5 * d * _LOG_2PI),
+            "log_norm": np.float64(-self.log_det_chol() - 0.5 * d * LOG_2PI),
         }
 
     @property
     def structure(self) -> tuple:
         """``("GaussianBase", parameter shapes...)``: equal for bases that can share a graph."""
-        return _structure(self)
+        return shared_structure(self)
 
     def make_shared(self) -> dict:
         """Shared variables holding ``log_zeta`` and the parameters (``mean``, ``chol_inv``,

@@ -18,13 +18,13 @@ from scipy.linalg import solve_triangular
 
 from ..estimators.logspace import logsumexp
 from .gaussian import (
-    _LOG_2PI,
+    LOG_2PI,
     GaussianBase,
-    _structure,
     assign_shared,
     gaussian_logp_grad_jax,
     make_shared,
     moment_match,
+    shared_structure,
 )
 
 __all__ = ["MixtureBase", "mixture_logp_grad_jax"]
@@ -141,7 +141,7 @@ class MixtureBase:
             z = solve_triangular(c, (x - m).T, lower=True)
             log_det = np.sum(np.log(np.diag(c)))
             out[k] = self.log_weights[k] - 0.5 * np.sum(z**2, axis=0) - log_det
-        return out - 0.5 * self.ndim * _LOG_2PI
+        return out - 0.5 * self.ndim * LOG_2PI
 
     def logp(self, x: np.ndarray) -> np.ndarray:
         """Normalized log density at each row of ``x`` (shape ``(n, d)``)."""
@@ -220,14 +220,14 @@ class MixtureBase:
             "center": center,
             "chol_invs": inv.reshape(-1, d),
             "shifts": shift.reshape(-1),
-            "log_norms": self.log_weights - log_det - 0.5 * d * _LOG_2PI,
+            "log_norms": self.log_weights - log_det - 0.5 * d * LOG_2PI,
         }
 
     @property
     def structure(self) -> tuple:
         """``("MixtureBase", parameter shapes...)``: equal for mixtures with the same ``K``
         and ``d``, which can share one graph."""
-        return _structure(self)
+        return shared_structure(self)
 
     def make_shared(self) -> dict:
         """Shared variables holding ``log_zeta`` and the parameters (``center``,

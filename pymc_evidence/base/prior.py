@@ -26,7 +26,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from ._compile import checks_to_ninf, compile_fn, compile_rows, float64_constants
-from .gaussian import _structure, assign_shared, make_shared
+from .gaussian import assign_shared, make_shared, shared_structure
 from .space import ModelSpace, model_space
 
 _log = logging.getLogger("pymc_evidence")
@@ -262,7 +262,7 @@ class PriorBase:
     @property
     def structure(self) -> tuple:
         """``("PriorBase", ...)``: every prior base shares one graph."""
-        return _structure(self)
+        return shared_structure(self)
 
     def make_shared(self) -> dict:
         """Shared variables holding ``log_zeta`` (the prior has no other parameters)."""

@@ -77,7 +77,7 @@ def load_radon() -> pd.DataFrame:
     return df
 
 
-def _county_coding(data: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...]]:
+def county_coding(data: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...]]:
     """Return integer county codes and county names for ``data``."""
     counties = data.attrs.get("counties")
     if "county_idx" in data.columns and counties is not None:
@@ -139,7 +139,7 @@ def radon_models(data: pd.DataFrame | None = None) -> dict[str, pm.Model]:
     """
     if data is None:
         data = load_radon()
-    county_idx, counties = _county_coding(data)
+    county_idx, counties = county_coding(data)
     floor = data["floor"].to_numpy(dtype=np.float64)
     y = data["log_radon"].to_numpy(dtype=np.float64)
     coords = {"county": list(counties), "obs_id": np.arange(len(y))}

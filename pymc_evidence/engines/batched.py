@@ -35,7 +35,7 @@ from ..base._compile import checks_to_ninf, compile_rows, current_backend, is_ja
 from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
-from ..transforms.tempering import _check_layout, raveled_value_vars, tempered_terms
+from ..transforms.tempering import check_layout, raveled_value_vars, tempered_terms
 from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
 __all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
@@ -304,7 +304,7 @@ def batched_log_densities(
     if base is None:
         raise ValueError("a base density is required (see pymc_evidence.fit_base)")
     space = model_space(model)
-    _check_layout(base, space)
+    check_layout(base, space)
     per_model = _CACHE.setdefault(model, weakref.WeakKeyDictionary())
     key = (bool(vectorize), current_backend())  # the backend of use_backend()
     per_base = per_model.setdefault(base, {})

@@ -37,7 +37,7 @@ from .ct_beta import beta_cdf, expected_beta, log_w0, log_w1, sample_beta
 from .diagnostics import evidence_messages
 from .logspace import emit_warnings, kish_ess, normalize_log_weights
 from .mcse import (
-    _as_chains,
+    as_chains,
     chain_agreement_pvalue,
     log_ratio_of_means,
     mcse_mean,
@@ -59,7 +59,7 @@ __all__ = [
 
 def _check_delta(delta) -> np.ndarray:
     """``delta`` as a finite ``(chain, draw)`` array; raise ``ValueError`` otherwise."""
-    d = _as_chains(delta, "delta")
+    d = as_chains(delta, "delta")
     bad = ~np.isfinite(d)
     if bad.any():
         n_nan = int(np.isnan(d).sum())

@@ -29,7 +29,7 @@ __all__ = [
 MIN_DRAWS = 4
 
 
-def _as_chains(x, name: str = "x") -> np.ndarray:
+def as_chains(x, name: str = "x") -> np.ndarray:
     """Return ``x`` as a float array shaped ``(chain, draw)``."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
@@ -94,7 +94,7 @@ def ess_mean(x) -> float:
     >>> ess_mean(np.ones((2, 10)))
     20.0
     """
-    x = _as_chains(x)
+    x = as_chains(x)
     n_chain, n_draw = x.shape
     total = float(x.size)
     if not np.all(np.isfinite(x)):
@@ -138,7 +138,7 @@ def mcse_mean(x) -> float:
     >>> round(mcse_mean(rng.normal(size=(4, 2500))), 2)
     0.01
     """
-    x = _as_chains(x)
+    x = as_chains(x)
     if x.size < 2:
         return float("nan")
     ess = ess_mean(x)
@@ -225,7 +225,7 @@ def chain_agreement_pvalue(x) -> float:
     >>> bool(chain_agreement_pvalue(x + [[0.0], [0.0], [0.0], [1.0]]) < 1e-6)
     True
     """
-    x = _as_chains(x)
+    x = as_chains(x)
     if x.shape[0] < 2 or not np.all(np.isfinite(x)):
         return float("nan")
     means = x.mean(axis=1)
@@ -278,8 +278,8 @@ def grouped_jackknife_se(estimate_of, groups) -> float:
 
 def _check_pair(log_a, log_b) -> tuple[np.ndarray, np.ndarray]:
     """Validate two same-shaped arrays of log-values without nan or +inf."""
-    log_a = _as_chains(log_a, "log_a")
-    log_b = _as_chains(log_b, "log_b")
+    log_a = as_chains(log_a, "log_a")
+    log_b = as_chains(log_b, "log_b")
     if log_a.shape != log_b.shape:
         raise ValueError(
             f"log_a and log_b must have the same shape: {log_a.shape} vs {log_b.shape}"

@@ -29,15 +29,15 @@ from .mcse import chain_agreement_pvalue, ess_mean, log_ratio_of_means, ratio_in
 from .record import EvidenceEstimate
 from .rts_counts import naive_count_log_evidence, round_trips
 from .rts_levels import (
-    _chain_max_z,
-    _check_log_cond,
-    _log_c,
-    _log_r,
-    _record,
-    _setup,
-    _vector,
+    as_vector,
+    chain_max_z,
+    check_log_cond,
     default_ladder,
+    level_log_c,
     level_log_conditionals,
+    level_log_r,
+    level_record,
+    level_setup,
     validate_ladder,
 )
 from .rts_ti import rb_thermodynamic_integration
@@ -77,8 +77,8 @@ def rts_level_estimates(log_cond, betas, log_zhat, log_r=None):
     >>> round(float(log_z[1]), 4), c.round(4).tolist()  # log(0.6904 / 0.3096)
     (0.802, [0.3096, 0.6904])
     """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
-    log_c = _log_c(_check_log_cond(log_cond, b.size))
+    b, lz, lr = level_setup(betas, log_zhat, log_r)
+    log_c = level_log_c(check_log_cond(log_cond, b.size))
     return lz - lz[0] + lr[0] - lr + log_c - log_c[0], np.exp(log_c)
 
 
@@ -121,11 +121,11 @@ def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> E
     >>> round(est.log_z, 12), est.se
     (2.0, 0.0)
     """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
-    lc = _check_log_cond(log_cond, b.size)
+    b, lz, lr = level_setup(betas, log_zhat, log_r)
+    lc = check_log_cond(log_cond, b.size)
     value, se, per_chain, per_chain_se = log_ratio_of_means(lc[..., -1], lc[..., 0])
     shift = lz[-1] - lz[0] + lr[0] - lr[-1]
-    c, r = np.exp(_log_c(lc)), np.exp(lr)
+    c, r = np.exp(level_log_c(lc)), np.exp(lr)
     infl = ratio_influence(lc[..., -1], lc[..., 0])
     diag = {
         "n_chains": float(lc.shape[0]),
@@ -141,7 +141,7 @@ def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> E
         "ess_end_last": kish_ess(lc[..., -1]),
         "ess": ess_mean(infl),
         "chain_disagreement": chain_agreement_pvalue(infl),
-        "chain_max_z": _chain_max_z(value, per_chain, per_chain_se),
+        "chain_max_z": chain_max_z(value, per_chain, per_chain_se),
     }
     messages = []
     rare = np.flatnonzero(c < r / RARE_LEVEL_FACTOR)
@@ -158,7 +158,7 @@ def rts_log_evidence(log_cond, betas, log_zhat, log_r=None, *, method="st") -> E
             "mixing over levels is poor and the se less reliable"
         )
     messages = tagged(messages, WeightWarning)
-    return _record(shift + value, se, method, shift + per_chain, per_chain_se, diag, messages)
+    return level_record(shift + value, se, method, shift + per_chain, per_chain_se, diag, messages)
 
 
 def rts_update(log_zhat, c, log_r=None, damping: float = 1.0) -> np.ndarray:
@@ -176,7 +176,7 @@ def rts_update(log_zhat, c, log_r=None, damping: float = 1.0) -> np.ndarray:
     [0.0, 2.0986]
     """
     n = np.size(log_zhat)
-    lz, lr = _vector(log_zhat, n, "log_zhat"), _log_r(log_r, n)
+    lz, lr = as_vector(log_zhat, n, "log_zhat"), level_log_r(log_r, n)
     c = np.asarray(c, dtype=float)
     if c.shape != (n,) or not np.all(np.isfinite(c) & (c >= 0)):
         raise ValueError(f"c must be finite, non-negative and shaped ({n},)")
@@ -193,5 +193,5 @@ def adaptation_converged(c, log_r=None, tol: float = 0.1) -> bool:
     (True, False)
     """
     c = np.asarray(c, dtype=float)
-    r = np.exp(_log_r(log_r, c.size))
+    r = np.exp(level_log_r(log_r, c.size))
     return bool(np.max(np.abs(c - r)) < tol / c.size)

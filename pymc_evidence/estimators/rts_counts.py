@@ -10,7 +10,7 @@ import numpy as np
 
 from .mcse import log_ratio_of_means
 from .record import EvidenceEstimate
-from .rts_levels import _setup
+from .rts_levels import level_setup
 
 __all__ = ["naive_count_log_evidence", "round_trips"]
 
@@ -37,7 +37,7 @@ def naive_count_log_evidence(levels, betas, log_zhat, log_r=None) -> EvidenceEst
     >>> round(est.log_z, 4)  # log 2
     0.6931
     """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
+    b, lz, lr = level_setup(betas, log_zhat, log_r)
     lv = _check_levels(levels, b.size)
     with np.errstate(divide="ignore"):
         log_last, log_0 = np.log(lv == b.size - 1), np.log(lv == 0)

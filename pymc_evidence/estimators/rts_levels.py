@@ -61,22 +61,22 @@ def validate_ladder(betas) -> np.ndarray:
     return b
 
 
-def _vector(x, n: int, name: str) -> np.ndarray:
+def as_vector(x, n: int, name: str) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     if x.shape != (n,) or not np.all(np.isfinite(x)):
         raise ValueError(f"{name} must be finite and shaped ({n},), got {x.shape}")
     return x
 
 
-def _log_r(log_r, n: int) -> np.ndarray:
+def level_log_r(log_r, n: int) -> np.ndarray:
     """Normalised ``log r`` of length ``n`` (uniform if ``None``)."""
-    lr = np.zeros(n) if log_r is None else _vector(log_r, n, "log_r")
+    lr = np.zeros(n) if log_r is None else as_vector(log_r, n, "log_r")
     return normalize_log_weights(lr)
 
 
-def _setup(betas, log_zhat, log_r):
+def level_setup(betas, log_zhat, log_r):
     b = validate_ladder(betas)
-    return b, _vector(log_zhat, b.size, "log_zhat"), _log_r(log_r, b.size)
+    return b, as_vector(log_zhat, b.size, "log_zhat"), level_log_r(log_r, b.size)
 
 
 def level_log_conditionals(delta, betas, log_zhat, log_r=None) -> np.ndarray:
@@ -100,7 +100,7 @@ def level_log_conditionals(delta, betas, log_zhat, log_r=None) -> np.ndarray:
     >>> np.exp(lq).round(3).tolist()
     [[0.5, 0.5], [0.119, 0.881]]
     """
-    b, lz, lr = _setup(betas, log_zhat, log_r)
+    b, lz, lr = level_setup(betas, log_zhat, log_r)
     d = np.asarray(delta, dtype=float)[..., None]
     with np.errstate(invalid="ignore"):
         logits = np.where(b == 0.0, 0.0, b * d) + lr - lz
@@ -110,7 +110,7 @@ def level_log_conditionals(delta, betas, log_zhat, log_r=None) -> np.ndarray:
     return np.where(np.isnan(d), np.nan, out)
 
 
-def _check_log_cond(log_cond, n: int) -> np.ndarray:
+def check_log_cond(log_cond, n: int) -> np.ndarray:
     """``log_cond`` as ``(chain, draw, K)`` log-probability rows; ``ValueError`` otherwise."""
     lc = np.asarray(log_cond, dtype=float)
     if lc.ndim == 2:
@@ -124,27 +124,27 @@ def _check_log_cond(log_cond, n: int) -> np.ndarray:
     return lc
 
 
-def _log_c(lc: np.ndarray) -> np.ndarray:
+def level_log_c(lc: np.ndarray) -> np.ndarray:
     """``log c_k``: log of the mean of ``q(k | x)`` over all chains and draws."""
     return log_mean_exp(lc, axis=(0, 1))
 
 
-def _level_kish(lc: np.ndarray) -> np.ndarray:
+def level_kish(lc: np.ndarray) -> np.ndarray:
     """Kish ESS of the weights ``q(k | x)`` of each level (as :func:`~.logspace.kish_ess`)."""
-    top = _log_c(lc)
+    top = level_log_c(lc)
     with np.errstate(invalid="ignore"):
-        ess = np.exp(2 * top - _log_c(2 * lc) + np.log(lc.shape[0] * lc.shape[1]))
+        ess = np.exp(2 * top - level_log_c(2 * lc) + np.log(lc.shape[0] * lc.shape[1]))
     return np.where(top == -np.inf, 0.0, ess)
 
 
-def _chain_max_z(value, per_chain, per_chain_se) -> float:
+def chain_max_z(value, per_chain, per_chain_se) -> float:
     if per_chain.size < 2:
         return float("nan")
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.max(np.abs(per_chain - value)) / np.sqrt(np.mean(per_chain_se**2)))
 
 
-def _record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
+def level_record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
     """Add the shared messages, emit every message under its category, build the record."""
     messages = emit_warnings(messages + evidence_messages(diag, se), stacklevel=4)
     return EvidenceEstimate(float(value), se, method, per_chain, per_chain_se, diag, messages)

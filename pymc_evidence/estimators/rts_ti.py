@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from .diagnostics import ESS_W1_MIN, WeightWarning, tagged
-from .mcse import _as_chains, chain_agreement_pvalue, mcse_mean
+from .mcse import as_chains, chain_agreement_pvalue, mcse_mean
 from .record import EvidenceEstimate
 from .rts_levels import (
-    _chain_max_z,
-    _check_log_cond,
-    _level_kish,
-    _log_c,
-    _record,
+    chain_max_z,
+    check_log_cond,
+    level_kish,
+    level_log_c,
+    level_record,
     validate_ladder,
 )
 
@@ -26,7 +26,7 @@ __all__ = ["rb_thermodynamic_integration"]
 def _ti(d: np.ndarray, lc: np.ndarray, weights: np.ndarray):
     """Trapezoid TI-RB value, influence series, slopes ``mu`` and variances ``v`` per level."""
     with np.errstate(invalid="ignore"):
-        w = np.exp(lc - _log_c(lc))  # q(k|x) / c_k, mean 1 per level
+        w = np.exp(lc - level_log_c(lc))  # q(k|x) / c_k, mean 1 per level
         centre = d.mean()
         dc = (d - centre)[..., None]
         mu = np.mean(w * dc, axis=(0, 1)) / np.mean(w, axis=(0, 1))
@@ -74,8 +74,8 @@ def rb_thermodynamic_integration(delta, log_cond, betas) -> EvidenceEstimate:
     2.0
     """
     b = validate_ladder(betas)
-    lc = _check_log_cond(log_cond, b.size)
-    d = _as_chains(delta, "delta")
+    lc = check_log_cond(log_cond, b.size)
+    d = as_chains(delta, "delta")
     if d.shape != lc.shape[:2] or not np.all(np.isfinite(d)):
         raise ValueError(f"delta must be finite and shaped {lc.shape[:2]}, got {d.shape}")
     h = np.diff(b)
@@ -90,9 +90,9 @@ def rb_thermodynamic_integration(delta, log_cond, betas) -> EvidenceEstimate:
         "n_draws": float(d.size),
         "discretisation_bound": float(np.sum(h * np.abs(np.diff(mu))) / 2),
         "trapezoid_correction": float(-np.sum(h**2 * np.diff(v)) / 12),
-        "level_ess_min": float(np.min(_level_kish(lc))),
+        "level_ess_min": float(np.min(level_kish(lc))),
         "chain_disagreement": chain_agreement_pvalue(psi),
-        "chain_max_z": _chain_max_z(value, per_chain, per_chain_se),
+        "chain_max_z": chain_max_z(value, per_chain, per_chain_se),
     }
     messages = []
     if diag["level_ess_min"] < ESS_W1_MIN:
@@ -103,4 +103,4 @@ def rb_thermodynamic_integration(delta, log_cond, betas) -> EvidenceEstimate:
             "exceeds the se (which ignores it): use a denser ladder or the RTS estimate"
         )
     messages = tagged(messages, WeightWarning)
-    return _record(value, se, "st_ti", per_chain, per_chain_se, diag, messages)
+    return level_record(value, se, "st_ti", per_chain, per_chain_se, diag, messages)

@@ -11,7 +11,7 @@ CT_METHODS = ("ct", "gibbs_ct")
 TEMPERING_METHODS = (*CT_METHODS, "st")
 PARTICLE_METHODS = ("ais", "rais", "bar")
 SMC_METHODS = ("smc", "arm")
-#: What :func:`_results` calls the combined result of ``method=[...]`` (a cross-check).
+#: What :func:`checked_results` calls the combined result of ``method=[...]`` (a cross-check).
 CROSS_CHECK = "cross-check"
 
 
@@ -26,7 +26,7 @@ def _pyplot():
     return plt
 
 
-def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0), width_ratios=None):
+def new_axes(ax, n: int = 1, figsize=(6.0, 4.0), width_ratios=None):
     """``ax`` checked (a sequence of ``n`` Axes when ``n > 1``), or a new figure's axes."""
     if ax is None:
         _, ax = _pyplot().subplots(
@@ -40,7 +40,7 @@ def _new_axes(ax, n: int = 1, figsize=(6.0, 4.0), width_ratios=None):
     return ax
 
 
-def _results(idata, allowed: tuple[str, ...], plot: str):
+def checked_results(idata, allowed: tuple[str, ...], plot: str):
     """``(log_evidence group, method)``; ``ValueError`` unless the method is in ``allowed``.
 
     The combined result of several methods (it has a ``methods`` attribute) is the method
@@ -62,14 +62,14 @@ def _results(idata, allowed: tuple[str, ...], plot: str):
     return ds, method
 
 
-def _variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -> np.ndarray:
+def stats_variable(idata, name: str, groups=("extended_posterior", "sample_stats")) -> np.ndarray:
     for group in groups:
         if group in group_names(idata) and name in get_group(idata, group):
             return np.asarray(get_group(idata, group)[name].values)
     raise ValueError(f"the results hold no {name!r} in any of the groups {groups}")
 
 
-def _plain_ticks(*axes) -> None:
+def plain_ticks(*axes) -> None:
     """Plain tick labels on these axes (``ax.xaxis``, ``ax.yaxis``): no offset, no powers.
 
     Without it a log Z axis spanning -69.81 to -69.80 reads ``-6.98e1`` with ticks of

@@ -17,7 +17,7 @@ from ..compat import group_names
 from ..estimators.diagnostics import CrossCheckWarning
 from ..estimators.record import EvidenceEstimate
 from ..results import log_evidence
-from ._common import PARTICLE_METHODS, _new_axes, _plain_ticks, _results
+from ._common import PARTICLE_METHODS, checked_results, new_axes, plain_ticks
 
 __all__ = ["plot_compare", "plot_work_overlap"]
 
@@ -50,7 +50,7 @@ def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):
     --------
     >>> ax = pme.plot_work_overlap(idata_bar)  # doctest: +SKIP
     """
-    ds, method = _results(idata, PARTICLE_METHODS, "plot_work_overlap")
+    ds, method = checked_results(idata, PARTICLE_METHODS, "plot_work_overlap")
     series = {}
     if "work_forward" in ds:
         series[r"forward: $-W_f$"] = -ds["work_forward"].values
@@ -59,7 +59,7 @@ def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):
     edges = np.histogram_bin_edges(
         np.concatenate(list(series.values())), bins=int(bins), range=bin_range
     )
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     heights = []
     for i, (label, values) in enumerate(series.items()):
         h, _ = np.histogram(values, bins=edges, density=True)
@@ -75,7 +75,7 @@ def plot_work_overlap(idata, *, bins: int = 30, bin_range=None, ax=None):
     if "diag_overlap" in ds:
         title += f", BAR overlap = {float(ds['diag_overlap']):.2f}"
     ax.set(xlabel="log weight (nats)", ylabel="density", title=title)
-    _plain_ticks(ax.xaxis)
+    plain_ticks(ax.xaxis)
     ax.legend(fontsize="small")
     return ax
 
@@ -198,7 +198,7 @@ def _compare_axes(ax, zoom, n_rows: int):
             raise ValueError(f"ax must be one Axes or two (main, zoom); got {axes.size}")
         return axes[0], (axes[1] if axes.size == 2 else None)
     size = (10.5 if zoom else 8.5, 1.5 + 0.5 * n_rows)
-    axes = _new_axes(None, 2 if zoom else 1, size, width_ratios=[3, 1.3] if zoom else None)
+    axes = new_axes(None, 2 if zoom else 1, size, width_ratios=[3, 1.3] if zoom else None)
     return (axes[0], axes[1]) if zoom else (axes, None)
 
 
@@ -353,7 +353,7 @@ def plot_compare(results, *, reference=None, k: float = 2.0, prior_probs=None, z
     for panel in (ax, zoom_ax) if zoom_ax is not None else (ax,):
         panel.set_yticks(np.arange(len(models)), models if panel is ax else [])
         panel.set_ylim(len(models) - 0.5, -0.5)
-        _plain_ticks(panel.xaxis)
+        plain_ticks(panel.xaxis)
     uniform = np.allclose(table["prior_prob"], 1.0 / len(models))
     right = (zoom_ax if zoom_ax is not None else ax).secondary_yaxis("right")
     right.set_yticks(

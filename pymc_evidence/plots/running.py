@@ -37,10 +37,10 @@ from ._common import (
     CROSS_CHECK,
     PARTICLE_METHODS,
     SMC_METHODS,
-    _new_axes,
-    _plain_ticks,
-    _results,
-    _variable,
+    checked_results,
+    new_axes,
+    plain_ticks,
+    stats_variable,
 )
 
 __all__ = ["plot_running_log_z"]
@@ -52,7 +52,7 @@ def _prefixes(n: int, n_points: int, smallest: int) -> np.ndarray:
 
 
 def _running_ct(idata, ds, method, n_points):
-    delta = _variable(idata, "ct_delta")
+    delta = stats_variable(idata, "ct_delta")
     log_zeta = float(ds.attrs["log_zeta"])
     sizes = _prefixes(delta.shape[1], n_points, 10)
     ests = [ct_log_evidence(delta[:, :n], log_zeta, method=method) for n in sizes]
@@ -60,7 +60,7 @@ def _running_ct(idata, ds, method, n_points):
 
 
 def _running_st(idata, ds, method, n_points):
-    log_cond = _variable(idata, "st_log_q", ("extended_posterior",))
+    log_cond = stats_variable(idata, "st_log_q", ("extended_posterior",))
     betas, tops = ds["beta"].values, ds["log_zhat_top"].values
     log_zhat = np.zeros((tops.size, betas.size))
     log_zhat[:, -1] = tops  # as in api/st.py: reproduces each chain's frozen weights
@@ -268,7 +268,7 @@ def _full_range_inset(ax, traces, ds, reference, spot):
     )
     inset.tick_params(labelsize="x-small")
     inset.xaxis.set_major_locator(ax.xaxis.get_major_locator())
-    _plain_ticks(inset.yaxis)
+    plain_ticks(inset.yaxis)
     return inset
 
 
@@ -347,8 +347,8 @@ def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=N
     >>> inset = ax.child_axes[0]  # every stage, from log Z_0 = 0  # doctest: +SKIP
     >>> ax = pme.plot_running_log_z(idata_bar, k=1)  # doctest: +SKIP
     """
-    ds, method = _results(idata, tuple(_DRAW), "plot_running_log_z")
-    ax = _new_axes(ax, figsize=(7.5, 4.0))
+    ds, method = checked_results(idata, tuple(_DRAW), "plot_running_log_z")
+    ax = new_axes(ax, figsize=(7.5, 4.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
         xlabel = _DRAW[method](ax, idata, ds, method, int(n_points), float(k))
@@ -362,7 +362,7 @@ def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=N
         off = zoomed is not None and not low <= reference <= high
         label = f"reference ({reference:.4g}, off scale)" if off else "reference"
         ax.axhline(reference, color="black", ls=":", label=label)
-    _plain_ticks(ax.yaxis)
+    plain_ticks(ax.yaxis)
     ax.set(xlabel=xlabel, ylabel="log Z", title=_title(ds, method))
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import CT_METHODS, TEMPERING_METHODS, _new_axes, _results, _variable
+from ._common import CT_METHODS, TEMPERING_METHODS, checked_results, new_axes, stats_variable
 
 __all__ = ["plot_beta_trace", "plot_st_levels"]
 
@@ -15,9 +15,9 @@ __all__ = ["plot_beta_trace", "plot_st_levels"]
 def _beta_draws(idata, ds, method):
     """β per (chain, draw) and histogram bin edges suited to the method."""
     if method in CT_METHODS:
-        return _variable(idata, "ct_beta"), None
+        return stats_variable(idata, "ct_beta"), None
     ladder = ds["beta"].values
-    beta = ladder[_variable(idata, "st_level").astype(int)]
+    beta = ladder[stats_variable(idata, "st_level").astype(int)]
     mid = 0.5 * (ladder[1:] + ladder[:-1])
     return beta, np.concatenate([[0.0], mid, [1.0]])
 
@@ -48,9 +48,9 @@ def plot_beta_trace(idata, *, bins: int = 20, axes=None):
     --------
     >>> hist_ax, trace_ax = pme.plot_beta_trace(idata)  # doctest: +SKIP
     """
-    ds, method = _results(idata, TEMPERING_METHODS, "plot_beta_trace")
+    ds, method = checked_results(idata, TEMPERING_METHODS, "plot_beta_trace")
     beta, edges = _beta_draws(idata, ds, method)
-    hist_ax, trace_ax = _new_axes(axes, 2, figsize=(10.0, 3.5))
+    hist_ax, trace_ax = new_axes(axes, 2, figsize=(10.0, 3.5))
     edges = np.linspace(0.0, 1.0, int(bins) + 1) if edges is None else edges
     style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if method == "st" else "default"}
     for c in range(beta.shape[0]):
@@ -100,10 +100,10 @@ def plot_st_levels(idata, *, ax=None):
     --------
     >>> ax = pme.plot_st_levels(idata_st)  # doctest: +SKIP
     """
-    ds, _ = _results(idata, ("st",), "plot_st_levels")
+    ds, _ = checked_results(idata, ("st",), "plot_st_levels")
     c_hat, r = ds["c_hat"].values, ds["r"].values
     levels = np.arange(c_hat.size)
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     ax.bar(levels, c_hat, color="C0", alpha=0.6, label=r"$\hat c_k$ (Rao-Blackwellized)")
     if "occupancy" in ds:
         ax.plot(levels, ds["occupancy"].values, "o", color="C1", ms=4, label="visits")

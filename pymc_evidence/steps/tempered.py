@@ -24,7 +24,7 @@ from ..base.gaussian import BaseDensity
 from ..base.space import ModelSpace, model_space
 from ..hygiene import check_model
 from ..transforms.marginal import sum_out_discrete
-from ..transforms.tempering import _check_layout, _check_structure, tempered_terms
+from ..transforms.tempering import check_layout, check_structure, tempered_terms
 
 __all__ = ["OwnVariablesStep", "TemperedDensity", "continuous_model", "tempered_density"]
 
@@ -78,8 +78,8 @@ class TemperedDensity:
     def set_base(self, base: BaseDensity) -> None:
         """Assign new base parameters (and ``log zeta``) without recompiling; the base must
         have the structure of the current one (``TypeError``/``ValueError`` otherwise)."""
-        _check_structure(self.base, base)
-        _check_layout(base, self.space)
+        check_structure(self.base, base)
+        check_layout(base, self.space)
         base.assign(self.shared)
         self.base = base
 
@@ -103,7 +103,7 @@ def tempered_density(target, base, source=None, *, vars=None, beta=0.0, owner="s
     space = model_space(model)
     if vars is not None and {v.name for v in vars} != set(space.names):
         raise ValueError(f"{owner} must update all free variables at once")
-    _check_layout(base, space)
+    check_layout(base, space)
     shared = base.make_shared()
     beta_var = pytensor.shared(np.float64(beta), name=f"{owner}_beta")
     log_f, log_q = tempered_terms(model, base, shared, names=space.names)

@@ -11,7 +11,7 @@ Conventions shared by all systems:
   given set of arguments always builds the same data and the same ``log_z``;
 * ``log_z`` is the log density of the observed data *as PyMC scores it*: for the Bernoulli
   model that is the probability of the particular 0/1 sequence (no binomial coefficient);
-* all numeric constants handed to PyMC are float64 arrays (see :func:`_f64`). A bare Python
+* all numeric constants handed to PyMC are float64 arrays (see :func:`f64`). A bare Python
   number such as ``5.0`` may be turned into a float32 constant by PyTensor, which shifts
   ``logp`` by ~1e-8 and would spoil comparisons with the exact value.
 """
@@ -29,7 +29,7 @@ import pymc as pm
 
 __all__ = ["AnalyticModel"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
+LOG_2PI = math.log(2.0 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class AnalyticModel:
     data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-def _data(**arrays: Any) -> Mapping[str, Any]:
+def as_data(**arrays: Any) -> Mapping[str, Any]:
     """Freeze the constants a system was built from into a read-only mapping."""
     frozen = {}
     for key, value in arrays.items():
@@ -80,6 +80,6 @@ def _data(**arrays: Any) -> Mapping[str, Any]:
     return MappingProxyType(frozen)
 
 
-def _f64(x) -> np.ndarray:
+def f64(x) -> np.ndarray:
     """Return ``x`` as a float64 numpy array (keeps PyTensor constants in double precision)."""
     return np.asarray(x, dtype=np.float64)

@@ -12,7 +12,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special, stats
 
-from pymc_evidence.testing.analytic import AnalyticModel, _data, _f64
+from pymc_evidence.testing.analytic import AnalyticModel, as_data, f64
 
 __all__ = ["beta_bernoulli", "conjugate_regression"]
 
@@ -86,15 +86,15 @@ def conjugate_regression(
     log_z = float(stats.multivariate_normal(mean=np.zeros(n), cov=cov).logpdf(y))
 
     with pm.Model(coords={"coef": np.arange(d), "obs_id": np.arange(n)}) as model:
-        w = pm.Normal("w", mu=_f64(0.0), sigma=_f64(prior_sigma), dims="coef")
-        pm.Normal("y", mu=pt.dot(_f64(X), w), sigma=_f64(sigma), observed=y, dims="obs_id")
+        w = pm.Normal("w", mu=f64(0.0), sigma=f64(prior_sigma), dims="coef")
+        pm.Normal("y", mu=pt.dot(f64(X), w), sigma=f64(sigma), observed=y, dims="obs_id")
 
     description = (
         f"Linear regression y ~ N(Xw, {sigma:g}^2 I) with n={n} observations and d={d} "
         f"weights, prior w ~ N(0, {prior_sigma:g}^2 I), X ~ N(0, 1) (seed={seed}). "
         "Exact log Z = log N(y; 0, sigma^2 I + tau^2 X X^T)."
     )
-    data = _data(X=X, y=y, sigma=float(sigma), prior_sigma=float(prior_sigma))
+    data = as_data(X=X, y=y, sigma=float(sigma), prior_sigma=float(prior_sigma))
     return AnalyticModel("conjugate_regression", model, log_z, description, data)
 
 
@@ -165,12 +165,12 @@ def beta_bernoulli(
     log_z = float(special.betaln(a + h, b + n - h) - special.betaln(a, b))
 
     with pm.Model(coords={"obs_id": np.arange(n)}) as model:
-        p = pm.Beta("p", alpha=_f64(a), beta=_f64(b))
+        p = pm.Beta("p", alpha=f64(a), beta=f64(b))
         pm.Bernoulli("y", p=p, observed=y, dims="obs_id")
 
     description = (
         f"Beta({a:g}, {b:g}) prior on a coin's bias, {n} Bernoulli flips with {h} ones "
         f"(seed={seed}). Exact log Z = log B(a+h, b+n-h) - log B(a, b)."
     )
-    data = _data(y=y, a=float(a), b=float(b))
+    data = as_data(y=y, a=float(a), b=float(b))
     return AnalyticModel("beta_bernoulli", model, log_z, description, data)

@@ -16,7 +16,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import integrate, special, stats
 
-from pymc_evidence.testing.models import AnalyticModel, _data, _f64
+from pymc_evidence.testing.models import AnalyticModel, as_data, f64
 
 __all__ = [
     "bimodal_1d",
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def _log_quad(log_f, breaks, mode) -> float:
+def log_quad(log_f, breaks, mode) -> float:
     """``log`` of the integral of ``exp(log_f)`` over ``[breaks[0], breaks[-1]]``.
 
     The integrand is divided by its value at ``mode`` (log-space shift) and each piece
@@ -43,7 +43,7 @@ def _log_quad(log_f, breaks, mode) -> float:
     return shift + math.log(total)
 
 
-def _grid_mode(log_f, lo, hi, n=4001) -> float:
+def grid_mode(log_f, lo, hi, n=4001) -> float:
     """Location of the largest value of ``log_f`` on a uniform grid of ``[lo, hi]``."""
     grid = np.linspace(lo, hi, n)
     return float(grid[int(np.argmax(log_f(grid)))])
@@ -82,18 +82,18 @@ def bimodal_1d(y: float = 4.0, prior_sd: float = 3.0) -> AnalyticModel:
     def log_f(t):
         return stats.norm.logpdf(t, 0.0, s) + stats.norm.logpdf(y, np.square(t), 1.0)
 
-    mode = _grid_mode(log_f, 0.0, max(2.0 * math.sqrt(abs(y)), 10.0 * s))
-    log_z = math.log(2.0) + _log_quad(log_f, [0.0, mode, math.inf], mode)
+    mode = grid_mode(log_f, 0.0, max(2.0 * math.sqrt(abs(y)), 10.0 * s))
+    log_z = math.log(2.0) + log_quad(log_f, [0.0, mode, math.inf], mode)
 
     with pm.Model() as model:
-        theta = pm.Normal("theta", mu=_f64(0.0), sigma=_f64(s))
-        pm.Normal("y", mu=theta**2, sigma=_f64(1.0), observed=_f64(y))
+        theta = pm.Normal("theta", mu=f64(0.0), sigma=f64(s))
+        pm.Normal("y", mu=theta**2, sigma=f64(1.0), observed=f64(y))
 
     description = (
         f"theta ~ N(0, {s:g}^2), y ~ N(theta^2, 1) at y = {y:g}: symmetric bimodal posterior "
         "(modes near +-sqrt(y)). Exact log Z by 1-D adaptive quadrature."
     )
-    return AnalyticModel("bimodal_1d", model, log_z, description, _data(y=y, prior_sd=s))
+    return AnalyticModel("bimodal_1d", model, log_z, description, as_data(y=y, prior_sd=s))
 
 
 def symmetric_mixture(
@@ -147,21 +147,23 @@ def symmetric_mixture(
     y -= (y @ offset) / (offset @ offset) * offset if separation > 0 else 0.0
     log_z = float(stats.norm.logpdf(y, offset, math.sqrt(var)).sum())
 
-    cov = _f64(noise_sigma**2 * np.eye(d))
+    cov = f64(noise_sigma**2 * np.eye(d))
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(prior_sigma), dims="dim")
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(prior_sigma), dims="dim")
         comps = [
-            pm.MvNormal.dist(mu=x + _f64(offset), cov=cov),
-            pm.MvNormal.dist(mu=x - _f64(offset), cov=cov),
+            pm.MvNormal.dist(mu=x + f64(offset), cov=cov),
+            pm.MvNormal.dist(mu=x - f64(offset), cov=cov),
         ]
-        pm.Mixture("y", w=_f64([0.5, 0.5]), comp_dists=comps, observed=y, dims="dim")
+        pm.Mixture("y", w=f64([0.5, 0.5]), comp_dists=comps, observed=y, dims="dim")
 
     description = (
         f"x ~ N(0, {prior_sigma:g}^2 I_{d}); y ~ 0.5 N(x + a, {noise_sigma:g}^2 I) + "
         f"0.5 N(x - a, {noise_sigma:g}^2 I), |2a| = {separation:g}, y orthogonal to a "
         f"(seed={seed}): two posterior modes of exactly equal mass. log Z = log N(y; a, v I)."
     )
-    data = _data(y=y, offset=offset, prior_sigma=float(prior_sigma), noise_sigma=float(noise_sigma))
+    data = as_data(
+        y=y, offset=offset, prior_sigma=float(prior_sigma), noise_sigma=float(noise_sigma)
+    )
     return AnalyticModel("symmetric_mixture", model, log_z, description, data)
 
 
@@ -171,10 +173,10 @@ def observe_bumps(x, d: int, centres, sigmas, weights) -> None:
     length-``d`` vectors), inside the current model with a ``"dim"`` coordinate."""
     eye = np.eye(d)
     comps = [
-        pm.MvNormal.dist(mu=x - _f64(c), cov=_f64(s**2 * eye))
+        pm.MvNormal.dist(mu=x - f64(c), cov=f64(s**2 * eye))
         for c, s in zip(centres, sigmas, strict=True)
     ]
-    pm.Mixture("y", w=_f64(weights), comp_dists=comps, observed=np.zeros(d), dims="dim")
+    pm.Mixture("y", w=f64(weights), comp_dists=comps, observed=np.zeros(d), dims="dim")
 
 
 def phase_transition(
@@ -247,7 +249,7 @@ def phase_transition(
     share = float(np.exp(terms[1] - special.logsumexp(terms)))
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Uniform("x", lower=_f64(-h), upper=_f64(h), dims="dim")
+        x = pm.Uniform("x", lower=f64(-h), upper=f64(h), dims="dim")
         observe_bumps(x, d, [0.0, c], [bump_sigma, spike_sigma], [1.0 - spike_mass, spike_mass])
 
     description = (
@@ -255,7 +257,7 @@ def phase_transition(
         f"{spike_mass:g} N(x; {c:g}, {spike_sigma:g}^2 I): a spike with {share:.3f} of Z off "
         "the bump's centre (phase transition on the tempering path). Closed form via erf."
     )
-    data = _data(
+    data = as_data(
         spike_mass=float(spike_mass), bump_sigma=float(bump_sigma),
         spike_sigma=float(spike_sigma), offset=c, half_width=h, spike_share=share,
     )  # fmt: skip
@@ -325,14 +327,14 @@ def prior_conflict(d: int = 8, distance: float = 6.0, seed: int = 0) -> Analytic
     log_z = float(stats.multivariate_normal(np.zeros(d), np.eye(d) + cov).logpdf(y))
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(1.0), dims="dim")
-        pm.MvNormal("y", mu=x, cov=_f64(cov), observed=y, dims="dim")
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(1.0), dims="dim")
+        pm.MvNormal("y", mu=x, cov=f64(cov), observed=y, dims="dim")
 
     description = (
         f"x ~ N(0, I_{d}); y ~ N(x, Sigma), Sigma rotated with sds 0.02..0.5 (seed={seed}), "
         f"|y| = {distance:g}: prior-likelihood conflict. log Z = log N(y; 0, I + Sigma)."
     )
-    return AnalyticModel("prior_conflict", model, log_z, description, _data(y=y, cov=cov))
+    return AnalyticModel("prior_conflict", model, log_z, description, as_data(y=y, cov=cov))
 
 
 def ring(d: int = 5, sharpness: float = 5.0, radius: float = 1.0) -> AnalyticModel:
@@ -370,16 +372,16 @@ def ring(d: int = 5, sharpness: float = 5.0, radius: float = 1.0) -> AnalyticMod
     def log_f(s):
         return stats.chi2.logpdf(s, d) - k * np.square(s - r2)
 
-    mode = _grid_mode(log_f, 1e-12, r2 + d + 20.0)
-    log_z = 0.5 * math.log(k / math.pi) + _log_quad(log_f, [0.0, mode, math.inf], mode)
+    mode = grid_mode(log_f, 1e-12, r2 + d + 20.0)
+    log_z = 0.5 * math.log(k / math.pi) + log_quad(log_f, [0.0, mode, math.inf], mode)
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(1.0), dims="dim")
-        sd = _f64(math.sqrt(0.5 / k))
-        pm.Normal("r2", mu=pt.sum(pt.square(x)), sigma=sd, observed=_f64(r2))
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(1.0), dims="dim")
+        sd = f64(math.sqrt(0.5 / k))
+        pm.Normal("r2", mu=pt.sum(pt.square(x)), sigma=sd, observed=f64(r2))
 
     description = (
         f"x ~ N(0, I_{d}); log L = -{k:g} (|x|^2 - {r2:g})^2 + const: a ring-shaped "
         "posterior. Exact log Z by 1-D quadrature over |x|^2 ~ chi^2_d."
     )
-    return AnalyticModel("ring", model, log_z, description, _data(sharpness=k, radius=radius))
+    return AnalyticModel("ring", model, log_z, description, as_data(sharpness=k, radius=radius))

@@ -15,14 +15,14 @@ import math
 import numpy as np
 import pymc as pm
 
-from pymc_evidence.testing.hard_geometry import _grid_mode, _log_quad
+from pymc_evidence.testing.hard_geometry import grid_mode, log_quad
 from pymc_evidence.testing.hierarchical import eight_schools_model
 from pymc_evidence.testing.models import (
-    _HIER_MU_SIGMA,
+    HIER_MU_SIGMA,
     AnalyticModel,
-    _data,
-    _f64,
-    _hierarchical_log_lik_tau,
+    as_data,
+    f64,
+    hierarchical_log_lik_tau,
 )
 
 __all__ = [
@@ -74,13 +74,13 @@ def hierarchical_normal_cauchy(J: int = 8, seed: int = 0, centered: bool = True)
     y = rng.normal(5.0, 4.0, size=J) + rng.normal(0.0, sigma)
 
     def log_f(u):
-        return _hierarchical_log_lik_tau(tau_beta * np.tan(u), y, sigma)
+        return hierarchical_log_lik_tau(tau_beta * np.tan(u), y, sigma)
 
-    u_star = _grid_mode(log_f, 0.0, 0.5 * math.pi * (1 - 1e-9))
-    log_z = math.log(2.0 / math.pi) + _log_quad(log_f, [0.0, u_star, 0.5 * math.pi], u_star)
+    u_star = grid_mode(log_f, 0.0, 0.5 * math.pi * (1 - 1e-9))
+    log_z = math.log(2.0 / math.pi) + log_quad(log_f, [0.0, u_star, 0.5 * math.pi], u_star)
 
     model = eight_schools_model(
-        y, sigma, lambda: pm.HalfCauchy("tau", beta=_f64(tau_beta)), centered
+        y, sigma, lambda: pm.HalfCauchy("tau", beta=f64(tau_beta)), centered
     )
 
     kind = "centred" if centered else "non-centred"
@@ -89,15 +89,15 @@ def hierarchical_normal_cauchy(J: int = 8, seed: int = 0, centered: bool = True)
         "Exact log Z: mu, theta in closed form, tau by quadrature over u = atan(tau/5)."
     )
     name = "hierarchical_normal_cauchy" + ("" if centered else "_noncentered")
-    data = _data(y=y, sigma=sigma, mu_sigma=_HIER_MU_SIGMA, tau_beta=tau_beta)
+    data = as_data(y=y, sigma=sigma, mu_sigma=HIER_MU_SIGMA, tau_beta=tau_beta)
     return AnalyticModel(name, model, log_z, description, data)
 
 
 def _radon_arrays(data):
     """County codes, county names, floor indicator and log radon of ``data``."""
-    from pymc_evidence.datasets import _county_coding
+    from pymc_evidence.datasets import county_coding
 
-    idx, counties = _county_coding(data)
+    idx, counties = county_coding(data)
     return idx, counties, data["floor"].to_numpy(np.float64), data["log_radon"].to_numpy(np.float64)
 
 
@@ -112,11 +112,11 @@ def _radon_intercepts(centered: bool, data=None) -> AnalyticModel:
     else:
         idx, counties, floor, y = _radon_arrays(data)
         with pm.Model(coords={"county": list(counties), "obs_id": np.arange(y.size)}) as model:
-            mu_alpha = pm.Normal("mu_alpha", mu=_f64(0.0), sigma=_f64(10.0))
-            sigma_alpha = pm.HalfNormal("sigma_alpha", sigma=_f64(1.0))
+            mu_alpha = pm.Normal("mu_alpha", mu=f64(0.0), sigma=f64(10.0))
+            sigma_alpha = pm.HalfNormal("sigma_alpha", sigma=f64(1.0))
             alpha = pm.Normal("alpha", mu=mu_alpha, sigma=sigma_alpha, dims="county")
-            beta = pm.Normal("beta", mu=_f64(0.0), sigma=_f64(10.0))
-            sigma_y = pm.HalfNormal("sigma_y", sigma=_f64(5.0))
+            beta = pm.Normal("beta", mu=f64(0.0), sigma=f64(10.0))
+            sigma_y = pm.HalfNormal("sigma_y", sigma=f64(5.0))
             mu = alpha[idx] + beta * floor
             pm.Normal("log_radon", mu=mu, sigma=sigma_y, observed=y, dims="obs_id")
     kind = "centred" if centered else "non-centred"
@@ -127,7 +127,7 @@ def _radon_intercepts(centered: bool, data=None) -> AnalyticModel:
         "closed form, (sigma_alpha, sigma_y) by converged 2-D Simpson's rule."
     )
     name = "radon_intercepts_" + ("centred" if centered else "noncentred")
-    return AnalyticModel(name, model, log_z, description, _data(n_obs=len(data)))
+    return AnalyticModel(name, model, log_z, description, as_data(n_obs=len(data)))
 
 
 def centred_radon_intercepts(data=None) -> AnalyticModel:
@@ -196,15 +196,15 @@ def _radon_slopes(centered: bool, data=None) -> AnalyticModel:
         model = radon_models(data)["varying_intercept_slope"]
     else:
         idx, counties, floor, y = _radon_arrays(data)
-        coef_sd, group_sd = _f64(10.0), _f64(1.0)
+        coef_sd, group_sd = f64(10.0), f64(1.0)
         with pm.Model(coords={"county": list(counties), "obs_id": np.arange(y.size)}) as model:
-            mu_alpha = pm.Normal("mu_alpha", mu=_f64(0.0), sigma=coef_sd)
+            mu_alpha = pm.Normal("mu_alpha", mu=f64(0.0), sigma=coef_sd)
             sigma_alpha = pm.HalfNormal("sigma_alpha", sigma=group_sd)
             alpha = pm.Normal("alpha", mu=mu_alpha, sigma=sigma_alpha, dims="county")
-            mu_beta = pm.Normal("mu_beta", mu=_f64(0.0), sigma=coef_sd)
+            mu_beta = pm.Normal("mu_beta", mu=f64(0.0), sigma=coef_sd)
             sigma_beta = pm.HalfNormal("sigma_beta", sigma=group_sd)
             beta = pm.Normal("beta", mu=mu_beta, sigma=sigma_beta, dims="county")
-            sigma_y = pm.HalfNormal("sigma_y", sigma=_f64(5.0))
+            sigma_y = pm.HalfNormal("sigma_y", sigma=f64(5.0))
             mu = alpha[idx] + beta[idx] * floor
             pm.Normal("log_radon", mu=mu, sigma=sigma_y, observed=y, dims="obs_id")
     kind = "centred" if centered else "non-centred"
@@ -216,7 +216,7 @@ def _radon_slopes(centered: bool, data=None) -> AnalyticModel:
         "sigma_y) by converged 3-D Simpson's rule."
     )
     name = "radon_slopes_" + ("centred" if centered else "noncentred")
-    return AnalyticModel(name, model, log_z, description, _data(n_obs=len(data)))
+    return AnalyticModel(name, model, log_z, description, as_data(n_obs=len(data)))
 
 
 def centred_radon_slopes(data=None) -> AnalyticModel:

@@ -17,7 +17,7 @@ import pymc as pm
 from scipy import special, stats
 
 from pymc_evidence.testing.hard_geometry import observe_bumps
-from pymc_evidence.testing.models import AnalyticModel, _data, _f64
+from pymc_evidence.testing.models import AnalyticModel, as_data, f64
 
 __all__ = ["unequal_modes"]
 
@@ -82,7 +82,7 @@ def unequal_modes(
     share = float(np.exp(terms[0] - log_z))
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(prior_sigma), dims="dim")
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(prior_sigma), dims="dim")
         observe_bumps(x, d, [c, -c], [s1, s2], [weight, 1.0 - weight])
 
     description = (
@@ -90,7 +90,7 @@ def unequal_modes(
         f"{1 - weight:g} N(x; -{c:g}, {s2:g}^2 I): a narrow mode with {share:.3f} of Z whose "
         "basin holds a small share of the prior. Closed form."
     )
-    data = _data(
+    data = as_data(
         weight=float(weight), offset=c, sigmas=(s1, s2), prior_sigma=float(prior_sigma),
         narrow_share=share,
     )  # fmt: skip

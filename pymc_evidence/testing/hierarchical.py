@@ -14,7 +14,7 @@ import numpy as np
 import pymc as pm
 from scipy import integrate, optimize, stats
 
-from pymc_evidence.testing.analytic import _LOG_2PI, AnalyticModel, _data, _f64
+from pymc_evidence.testing.analytic import LOG_2PI, AnalyticModel, as_data, f64
 
 __all__ = ["hierarchical_normal"]
 
@@ -23,11 +23,11 @@ __all__ = ["hierarchical_normal"]
 # Hierarchical normal (eight schools)
 # --------------------------------------------------------------------------------------------
 
-_HIER_MU_SIGMA = 5.0
-_HIER_TAU_SIGMA = 5.0
+HIER_MU_SIGMA = 5.0
+HIER_TAU_SIGMA = 5.0
 
 
-def _hierarchical_log_lik_tau(tau, y, sigma, mu_sigma=_HIER_MU_SIGMA):
+def hierarchical_log_lik_tau(tau, y, sigma, mu_sigma=HIER_MU_SIGMA):
     r"""``log p(y | tau)`` with ``mu`` and ``theta`` integrated out analytically.
 
     ``y | tau ~ N(0, diag(sigma^2 + tau^2) + mu_sigma^2 11^T)``; the determinant and the
@@ -42,14 +42,14 @@ def _hierarchical_log_lik_tau(tau, y, sigma, mu_sigma=_HIER_MU_SIGMA):
     k = 1.0 + mu_sigma**2 * s1
     logdet = np.sum(np.log(var), axis=-1) + np.log(k)
     quad = syy - mu_sigma**2 * sy**2 / k
-    return -0.5 * (y.shape[-1] * _LOG_2PI + logdet + quad)
+    return -0.5 * (y.shape[-1] * LOG_2PI + logdet + quad)
 
 
-def _hierarchical_exact_log_z(y, sigma, mu_sigma=_HIER_MU_SIGMA, tau_sigma=_HIER_TAU_SIGMA):
+def hierarchical_exact_log_z(y, sigma, mu_sigma=HIER_MU_SIGMA, tau_sigma=HIER_TAU_SIGMA):
     """Integrate ``HalfNormal(tau) * p(y | tau)`` over ``tau`` in a shifted log space."""
 
     def log_f(t):
-        return stats.halfnorm.logpdf(t, scale=tau_sigma) + _hierarchical_log_lik_tau(
+        return stats.halfnorm.logpdf(t, scale=tau_sigma) + hierarchical_log_lik_tau(
             t, y, sigma, mu_sigma
         )
 
@@ -124,10 +124,10 @@ def hierarchical_normal(J: int = 8, seed: int = 0, centered: bool = True) -> Ana
     theta_true = rng.normal(5.0, 4.0, size=J)
     y = theta_true + rng.normal(0.0, sigma)
 
-    log_z = _hierarchical_exact_log_z(y, sigma)
+    log_z = hierarchical_exact_log_z(y, sigma)
 
     model = eight_schools_model(
-        y, sigma, lambda: pm.HalfNormal("tau", sigma=_f64(_HIER_TAU_SIGMA)), centered
+        y, sigma, lambda: pm.HalfNormal("tau", sigma=f64(HIER_TAU_SIGMA)), centered
     )
 
     kind = "centred" if centered else "non-centred"
@@ -138,7 +138,7 @@ def hierarchical_normal(J: int = 8, seed: int = 0, centered: bool = True) -> Ana
         "tau by adaptive quadrature."
     )
     name = "hierarchical_normal" if centered else "hierarchical_normal_noncentered"
-    data = _data(y=y, sigma=sigma, mu_sigma=_HIER_MU_SIGMA, tau_sigma=_HIER_TAU_SIGMA)
+    data = as_data(y=y, sigma=sigma, mu_sigma=HIER_MU_SIGMA, tau_sigma=HIER_TAU_SIGMA)
     return AnalyticModel(name, model, log_z, description, data)
 
 
@@ -147,12 +147,12 @@ def eight_schools_model(y, sigma, tau_prior, centered: bool) -> pm.Model:
     ``tau_prior()`` (called inside the model), ``theta ~ N(mu, tau^2)`` written centred or
     as ``mu + tau * eta``, and ``y ~ N(theta, sigma^2)`` observed, on a ``school`` dim."""
     with pm.Model(coords={"school": np.arange(len(y))}) as model:
-        mu = pm.Normal("mu", mu=_f64(0.0), sigma=_f64(_HIER_MU_SIGMA))
+        mu = pm.Normal("mu", mu=f64(0.0), sigma=f64(HIER_MU_SIGMA))
         tau = tau_prior()
         if centered:
             theta = pm.Normal("theta", mu=mu, sigma=tau, dims="school")
         else:
-            eta = pm.Normal("eta", mu=_f64(0.0), sigma=_f64(1.0), dims="school")
+            eta = pm.Normal("eta", mu=f64(0.0), sigma=f64(1.0), dims="school")
             theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
-        pm.Normal("y", mu=theta, sigma=_f64(sigma), observed=y, dims="school")
+        pm.Normal("y", mu=theta, sigma=f64(sigma), observed=y, dims="school")
     return model

@@ -13,7 +13,7 @@ import numpy as np
 import pymc as pm
 from scipy import special, stats
 
-from pymc_evidence.testing.analytic import _LOG_2PI, AnalyticModel, _data, _f64
+from pymc_evidence.testing.analytic import LOG_2PI, AnalyticModel, as_data, f64
 
 __all__ = ["mixture_likelihood", "normalized_density"]
 
@@ -103,15 +103,15 @@ def mixture_likelihood(
     log_z = float(special.logsumexp(log_terms))
     post_w = np.exp(log_terms - log_z)
 
-    cov = _f64(noise_sigma**2 * np.eye(d))
+    cov = f64(noise_sigma**2 * np.eye(d))
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(prior_sigma), dims="dim")
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(prior_sigma), dims="dim")
         components = [
-            pm.MvNormal.dist(mu=x + _f64(offset), cov=cov),
-            pm.MvNormal.dist(mu=x - _f64(offset), cov=cov),
+            pm.MvNormal.dist(mu=x + f64(offset), cov=cov),
+            pm.MvNormal.dist(mu=x - f64(offset), cov=cov),
         ]
         pm.Mixture(
-            "y", w=_f64([weight, 1.0 - weight]), comp_dists=components, observed=y, dims="dim"
+            "y", w=f64([weight, 1.0 - weight]), comp_dists=components, observed=y, dims="dim"
         )
 
     description = (
@@ -120,7 +120,7 @@ def mixture_likelihood(
         f"Bimodal posterior with mode weights {post_w[0]:.3f} / {post_w[1]:.3f}. "
         "Exact log Z = log sum_k pi_k N(y; +-a, (s0^2 + s^2) I)."
     )
-    data = _data(
+    data = as_data(
         y=y,
         offset=offset,
         weight=float(weight),
@@ -199,7 +199,7 @@ def normalized_density(
 
     log_py = float(stats.norm.logpdf(y, 0.0, math.sqrt(1.0 + noise_sigma**2)).sum())
     c = log_z - log_py  # required log N(z_value; 0, z_sigma^2)
-    peak = -0.5 * _LOG_2PI  # log density of N(0, 1) at 0
+    peak = -0.5 * LOG_2PI  # log density of N(0, 1) at 0
     if c >= peak:
         # a narrow normal at its centre: -log(z_sigma) - log(2 pi)/2 = c
         z_sigma, z_value = math.exp(peak - c), 0.0
@@ -208,9 +208,9 @@ def normalized_density(
         z_sigma, z_value = 1.0, math.sqrt(2.0 * (peak - c))
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Normal("x", mu=_f64(0.0), sigma=_f64(1.0), dims="dim")
-        pm.Normal("y", mu=x, sigma=_f64(noise_sigma), observed=y, dims="dim")
-        pm.Normal("z_offset", mu=_f64(0.0), sigma=_f64(z_sigma), observed=_f64(z_value))
+        x = pm.Normal("x", mu=f64(0.0), sigma=f64(1.0), dims="dim")
+        pm.Normal("y", mu=x, sigma=f64(noise_sigma), observed=y, dims="dim")
+        pm.Normal("z_offset", mu=f64(0.0), sigma=f64(z_sigma), observed=f64(z_value))
 
     description = (
         f"x ~ N(0, I_{d}), y | x ~ N(x, {noise_sigma:g}^2 I) (seed={seed}) plus an independent "
@@ -218,5 +218,5 @@ def normalized_density(
         f"{c:.6g} to log p. Posterior N(y/(1+s^2), s^2/(1+s^2) I); log Z = {log_z:g} by "
         "construction."
     )
-    data = _data(y=y, noise_sigma=float(noise_sigma), z_sigma=z_sigma, z_value=z_value)
+    data = as_data(y=y, noise_sigma=float(noise_sigma), z_sigma=z_sigma, z_value=z_value)
     return AnalyticModel("normalized_density", model, log_z, description, data)

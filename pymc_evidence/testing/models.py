@@ -9,7 +9,7 @@ ground truth when testing evidence estimators.
 The systems live in sibling modules, re-exported here with the registry:
 
 * :mod:`~pymc_evidence.testing.analytic`: the :class:`AnalyticModel` record, the conventions
-  shared by all systems and the private helpers ``_data`` / ``_f64``;
+  shared by all systems and the private helpers ``as_data`` / ``f64``;
 * :mod:`~pymc_evidence.testing.conjugate`: :func:`conjugate_regression`,
   :func:`beta_bernoulli` (closed form);
 * :mod:`~pymc_evidence.testing.hierarchical`: :func:`hierarchical_normal` (quadrature);
@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 # Private helpers are re-exported (``x as x``) for modules that import them from here.
-from pymc_evidence.testing.analytic import _LOG_2PI as _LOG_2PI
+from pymc_evidence.testing.analytic import LOG_2PI as LOG_2PI
 from pymc_evidence.testing.analytic import AnalyticModel
-from pymc_evidence.testing.analytic import _data as _data
-from pymc_evidence.testing.analytic import _f64 as _f64
+from pymc_evidence.testing.analytic import as_data as as_data
+from pymc_evidence.testing.analytic import f64 as f64
 from pymc_evidence.testing.conjugate import beta_bernoulli, conjugate_regression
-from pymc_evidence.testing.hierarchical import _HIER_MU_SIGMA as _HIER_MU_SIGMA
-from pymc_evidence.testing.hierarchical import _HIER_TAU_SIGMA as _HIER_TAU_SIGMA
+from pymc_evidence.testing.hierarchical import HIER_MU_SIGMA as HIER_MU_SIGMA
+from pymc_evidence.testing.hierarchical import HIER_TAU_SIGMA as HIER_TAU_SIGMA
 from pymc_evidence.testing.hierarchical import (
-    _hierarchical_exact_log_z as _hierarchical_exact_log_z,
+    hierarchical_exact_log_z as hierarchical_exact_log_z,
 )
 from pymc_evidence.testing.hierarchical import (
-    _hierarchical_log_lik_tau as _hierarchical_log_lik_tau,
+    hierarchical_log_lik_tau as hierarchical_log_lik_tau,
 )
 from pymc_evidence.testing.hierarchical import hierarchical_normal
 from pymc_evidence.testing.mixture import mixture_likelihood, normalized_density

@@ -14,7 +14,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import integrate, special
 
-from .analytic import AnalyticModel, _f64
+from .analytic import AnalyticModel, f64
 
 __all__ = ["egg_box", "gaussian_shells"]
 
@@ -58,9 +58,9 @@ def egg_box(power: float = 5.0, periods: int = 5) -> AnalyticModel:
         return (2.0 + pt.cos(x / 2.0) * pt.cos(y / 2.0)) ** power + 0.0 * value
 
     with pm.Model() as model:
-        x = pm.Uniform("x", lower=_f64(0.0), upper=_f64(width))
-        y = pm.Uniform("y", lower=_f64(0.0), upper=_f64(width))
-        pm.CustomDist("egg", x, y, logp=logp, observed=_f64(0.0))
+        x = pm.Uniform("x", lower=f64(0.0), upper=f64(width))
+        y = pm.Uniform("y", lower=f64(0.0), upper=f64(width))
+        pm.CustomDist("egg", x, y, logp=logp, observed=f64(0.0))
     description = (
         f"x, y ~ U(0, {width:.4g}); log L = (2 + cos(x/2) cos(y/2))^{power:g}: the egg-box, "
         "many equal modes. log Z by a 4001 x 4001 Simpson rule."
@@ -113,8 +113,8 @@ def gaussian_shells(
         return pt.logsumexp(log_norm - 0.5 * ((dist - radius) / width) ** 2) + 0.0 * value
 
     with pm.Model(coords={"dim": np.arange(d)}) as model:
-        x = pm.Uniform("x", lower=_f64(-half), upper=_f64(half), dims="dim")
-        pm.CustomDist("shells", x, logp=logp, signature="(n)->()", observed=_f64(0.0))
+        x = pm.Uniform("x", lower=f64(-half), upper=f64(half), dims="dim")
+        pm.CustomDist("shells", x, logp=logp, signature="(n)->()", observed=f64(0.0))
     description = (
         f"x ~ U(-{half:g}, {half:g})^{d}; L = sum of two Gaussian shells, radius {radius:g}, "
         f"width {width:g}, centres (+-{centre:g}, 0, ...). log Z by radial quadrature."

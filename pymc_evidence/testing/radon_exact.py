@@ -35,7 +35,7 @@ __all__ = [
     "radon_pooled_log_z",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
+LOG_2PI = math.log(2.0 * math.pi)
 COEF_SD, GROUP_SD, RESID_SD = 10.0, 1.0, 5.0
 
 
@@ -96,10 +96,10 @@ def radon_intercepts_log_lik(stats, a, s, coef_sd=COEF_SD) -> np.ndarray:
     det_h = h11 * h22 - h12 * h12
     quad_b = (h22 * b1 * b1 - 2.0 * h12 * b1 * b2 + h11 * b2 * b2) / det_h
     n_obs = float(np.sum(n))
-    return -0.5 * (n_obs * _LOG_2PI + logdet + np.log(det_i) + q - quad_b)
+    return -0.5 * (n_obs * LOG_2PI + logdet + np.log(det_i) + q - quad_b)
 
 
-def _log_halfnormal_logscale(t, scale):
+def log_halfnormal_logscale(t, scale):
     """Log HalfNormal density of ``exp(t)`` plus the Jacobian ``t`` of integrating over log."""
     return 0.5 * math.log(2.0 / math.pi) - math.log(scale) - 0.5 * (np.exp(t) / scale) ** 2 + t
 
@@ -109,12 +109,12 @@ def _log_integrand(stats, ta, ts):
     ta, ts = np.broadcast_arrays(ta, ts)
     return (
         radon_intercepts_log_lik(stats, np.exp(ta), np.exp(ts))
-        + _log_halfnormal_logscale(ta, GROUP_SD)
-        + _log_halfnormal_logscale(ts, RESID_SD)
+        + log_halfnormal_logscale(ta, GROUP_SD)
+        + log_halfnormal_logscale(ts, RESID_SD)
     )
 
 
-def _simpson_weights(n, h):
+def simpson_weights(n, h):
     w = np.ones(n)
     w[1:-1:2], w[2:-1:2] = 4.0, 2.0
     return w * h / 3.0
@@ -126,7 +126,7 @@ def _grid_log_z(stats, centre, half, npts):
     ts = np.linspace(centre[1] - half[1], centre[1] + half[1], npts)
     lf = np.stack([_log_integrand(stats, t, ts) for t in ta])
     shift = float(lf.max())
-    wa, ws = _simpson_weights(npts, ta[1] - ta[0]), _simpson_weights(npts, ts[1] - ts[0])
+    wa, ws = simpson_weights(npts, ta[1] - ta[0]), simpson_weights(npts, ts[1] - ts[0])
     edge = shift - max(lf[0].max(), lf[-1].max(), lf[:, 0].max(), lf[:, -1].max())
     return shift + math.log(wa @ np.exp(lf - shift) @ ws), edge
 
@@ -148,10 +148,10 @@ def radon_intercepts_log_z(data=None, tol: float = 1e-7) -> float:
         Simpson's rule in log coordinates over a box of at least 12 posterior sds (and at
         least 40 nats below the mode at its edge).
     """
-    from pymc_evidence.datasets import _county_coding, load_radon
+    from pymc_evidence.datasets import county_coding, load_radon
 
     data = load_radon() if data is None else data
-    idx, _ = _county_coding(data)
+    idx, _ = county_coding(data)
     stats = county_stats(idx, data["floor"].to_numpy(float), data["log_radon"].to_numpy(float))
 
     def neg(t):
@@ -203,10 +203,10 @@ def radon_pooled_log_z(data=None) -> float:
         chol = np.linalg.cholesky(m)
         v = np.linalg.solve(chol, aty / s2)
         log_det = n * math.log(s2) + 2 * np.log(np.diag(chol)).sum() + 2 * 2 * math.log(COEF_SD)
-        return -0.5 * (n * _LOG_2PI + log_det + yty / s2 - v @ v)
+        return -0.5 * (n * LOG_2PI + log_det + yty / s2 - v @ v)
 
     def log_integrand(t):
-        return log_lik(t) + float(_log_halfnormal_logscale(t, RESID_SD))
+        return log_lik(t) + float(log_halfnormal_logscale(t, RESID_SD))
 
     peak = optimize.minimize_scalar(lambda t: -log_integrand(t), bounds=(-3, 2), method="bounded")
     shift = -float(peak.fun)

@@ -46,13 +46,13 @@ import numpy as np
 from scipy import optimize
 
 from pymc_evidence.testing.radon_exact import (
-    _LOG_2PI,
     COEF_SD,
     GROUP_SD,
+    LOG_2PI,
     RESID_SD,
-    _log_halfnormal_logscale,
-    _simpson_weights,
     county_stats,
+    log_halfnormal_logscale,
+    simpson_weights,
 )
 
 __all__ = ["EDGE_DROP", "radon_slopes_log_lik", "radon_slopes_log_z"]
@@ -129,7 +129,7 @@ def radon_slopes_log_lik(stats, a, b, s, coef_sd=COEF_SD) -> np.ndarray:
     h11, h22 = m11 + 1.0 / p, m22 + 1.0 / p  # P^{-1} + M
     det_h = h11 * h22 - m12 * m12
     quad_b = (h22 * b1 * b1 - 2.0 * m12 * b1 * b2 + h11 * b2 * b2) / det_h
-    return -0.5 * (totals[0] * _LOG_2PI + logdet + np.log(det_i) + q - quad_b)
+    return -0.5 * (totals[0] * LOG_2PI + logdet + np.log(det_i) + q - quad_b)
 
 
 def _log_integrand(stats, ta, tb, ts):
@@ -137,17 +137,17 @@ def _log_integrand(stats, ta, tb, ts):
     ta, tb, ts = np.broadcast_arrays(ta, tb, ts)
     return (
         radon_slopes_log_lik(stats, np.exp(ta), np.exp(tb), np.exp(ts))
-        + _log_halfnormal_logscale(ta, GROUP_SD)
-        + _log_halfnormal_logscale(tb, GROUP_SD)
-        + _log_halfnormal_logscale(ts, RESID_SD)
+        + log_halfnormal_logscale(ta, GROUP_SD)
+        + log_halfnormal_logscale(tb, GROUP_SD)
+        + log_halfnormal_logscale(ts, RESID_SD)
     )
 
 
 def _radon_stats(data) -> np.ndarray:
-    from pymc_evidence.datasets import _county_coding, load_radon
+    from pymc_evidence.datasets import county_coding, load_radon
 
     data = load_radon() if data is None else data
-    idx, _ = _county_coding(data)
+    idx, _ = county_coding(data)
     return county_stats(idx, data["floor"].to_numpy(float), data["log_radon"].to_numpy(float))
 
 
@@ -213,7 +213,7 @@ def _grid_log_z(stats, lo, hi, step) -> tuple[float, np.ndarray]:
     tb, ts = np.meshgrid(axes[1], axes[2], indexing="ij")
     lf = np.stack([_log_integrand(stats, ta, tb, ts) for ta in axes[0]])
     peak = float(lf.max())
-    weights = [_simpson_weights(k, ax[1] - ax[0]) for k, ax in zip(npts, axes, strict=True)]
+    weights = [simpson_weights(k, ax[1] - ax[0]) for k, ax in zip(npts, axes, strict=True)]
     value = peak + math.log(np.einsum("ijk,i,j,k->", np.exp(lf - peak), *weights))
     faces = [np.moveaxis(lf, i, 0)[j].max() for i in range(3) for j in (0, -1)]
     return value, peak - np.array(faces).reshape(3, 2)

@@ -92,7 +92,7 @@ def on_random_variables(model, graphs):
     return graph_replace(list(graphs), replace, strict=False)
 
 
-def _check_layout(base, space):
+def check_layout(base, space):
     if tuple(base.names) and (tuple(base.names), tuple(base.sizes)) != (space.names, space.sizes):
         raise ValueError(
             "the base was fitted on a different model: its variables "
@@ -103,7 +103,7 @@ def _check_layout(base, space):
         raise ValueError(f"base has dimension {base.ndim}, the model {space.ndim}")
 
 
-def _check_structure(old, new):
+def check_structure(old, new):
     """Refuse a base that cannot be written into the shared variables of ``old``."""
     if graph_form(new) != graph_form(old):
         raise TypeError(
@@ -182,7 +182,7 @@ def continuous_tempering(
     model = pm.modelcontext(model)
     check_model(model, potentials=potentials)
     space = model_space(model)
-    _check_layout(base, space)
+    check_layout(base, space)
     if log_zeta is not None:
         base = base.with_values(log_zeta=float(log_zeta))
     shared = base.make_shared()
@@ -225,7 +225,7 @@ def set_base(ext: pm.Model, base: BaseDensity) -> None:
         When it has another structure or layout.
     """
     spec = ct_spec(ext)
-    _check_structure(spec.base, base)
-    _check_layout(base, model_space(spec.source))
+    check_structure(spec.base, base)
+    check_layout(base, model_space(spec.source))
     base.assign(spec.shared)
     spec.base = base
