@@ -10,7 +10,6 @@ They cover Monte Carlo error only, not bias of an estimator.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -22,6 +21,8 @@ from pymc_evidence.estimators.diagnostics import ConvergenceWarning, CrossCheckW
 from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results.schema import log_evidence
+
+from .estimators.diagnostics import warn_user
 
 __all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
 
@@ -66,10 +67,10 @@ class BayesFactor(NamedTuple):
         return f"log BF = {self.log_bf:.3f} ± {self.se:.3f} (BF = {self.bf:.3g})"
 
 
-def _estimates(models: Mapping[Any, Any], stacklevel: int) -> dict[Any, EvidenceEstimate]:
+def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
     """Read every model's estimate; check log Z is finite; warn on mixed methods or bad SEs.
 
-    ``stacklevel`` counts from here: the warnings point at the user's call.
+    The warnings point at the user's call (:func:`~pymc_evidence.estimators.diagnostics.warn_user`).
     """
     estimates = {}
     for name, obj in models.items():
@@ -84,19 +85,17 @@ def _estimates(models: Mapping[Any, Any], stacklevel: int) -> dict[Any, Evidence
             raise ValueError(f"Model {name!r} has a non-finite log Z ({estimates[name].log_z}).")
     methods = sorted({est.method for est in estimates.values()})
     if len(methods) > 1:
-        warnings.warn(
+        warn_user(
             f"Comparing estimates from different methods {methods}: each standard error covers "
             "only its own Monte Carlo error, not systematic differences between methods.",
             CrossCheckWarning,
-            stacklevel=stacklevel,
         )
     bad = [name for name, est in estimates.items() if not np.isfinite(est.se)]
     if bad:
-        warnings.warn(
+        warn_user(
             f"Standard error of log Z is not finite for {bad}; the derived uncertainties "
             "are not meaningful.",
             ConvergenceWarning,
-            stacklevel=stacklevel,
         )
     return estimates
 
@@ -154,7 +153,7 @@ def bf(a: Any, b: Any) -> BayesFactor:
 
 def _bayes_factor(a: Any, b: Any) -> BayesFactor:
     """:func:`bayes_factor` and :func:`bf`; warnings point at their caller."""
-    est_a, est_b = _estimates({"a": a, "b": b}, stacklevel=4).values()
+    est_a, est_b = _estimates({"a": a, "b": b}).values()
     return BayesFactor(
         log_bf=float(est_a.log_z - est_b.log_z), se=float(np.hypot(est_a.se, est_b.se))
     )
@@ -295,7 +294,7 @@ class _Probabilities(NamedTuple):
 def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Probabilities:
     """The one computation behind :func:`compare` and :func:`post_prob`.
 
-    Warnings point at the caller of those two (``stacklevel=4``).
+    Warnings point at the caller of those two.
     """
     if not isinstance(models, Mapping):
         raise TypeError(f"models must be a dict of name to results, got {type(models).__name__}.")
@@ -303,7 +302,7 @@ def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Prob
         raise ValueError("models is empty; pass at least one model.")
     names = list(models)
     log_prior = log_prior_probs(names, prior_probs)
-    estimates = _estimates(models, stacklevel=4)
+    estimates = _estimates(models)
     log_z = np.array([estimates[name].log_z for name in names], dtype=np.float64)
     se = np.array([estimates[name].se for name in names], dtype=np.float64)
     post = np.exp(normalize_log_weights(log_z + log_prior))

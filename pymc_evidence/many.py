@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 from .api import log_evidence, sample_evidence
 from .base.jax_rows import jax_started
 from .compare import LOG_Z_COLUMNS, compare, log_prior_probs
-from .estimators.diagnostics import EvidenceWarning
+from .estimators.diagnostics import EvidenceWarning, warn_user
 from .estimators.pooling import pool_replicas
 from .problem import seed_sequence
 from .progress import progress_bar
@@ -209,7 +209,7 @@ def _pool_model(name, outcomes: list):
             )
         )
     for category, text in messages:
-        warnings.warn(f"model {name!r}: {text}", category, stacklevel=3)
+        warn_user(f"model {name!r}: {text}", category)
     return results, pooled, "; ".join(errors)
 
 
@@ -376,11 +376,10 @@ def compare_models(
         if error:
             out.errors[name] = error
     if out.errors:
-        warnings.warn(
+        warn_user(
             f"{len(out.errors)} of {len(names)} models had failed runs, "
             f"{list(out.errors)}: see the error column (or .errors) of the result",
             EvidenceWarning,
-            stacklevel=2,
         )
     method_name = method if isinstance(method, str) else "+".join(method)
     out.table = _table(names, pooled, out.errors, counts, log_prior, method_name)

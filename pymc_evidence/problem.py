@@ -15,7 +15,6 @@ process, whatever ran before.
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +26,7 @@ from .base.batched_logp import batched_logp
 from .base.space import ModelSpace
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
-from .estimators.diagnostics import BaseFitWarning
+from .estimators.diagnostics import BaseFitWarning, warn_user
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
 from .transforms.gaussian_latent import GaussianOut
@@ -285,13 +284,12 @@ class EvidenceProblem:
         small = self.space.ndim <= FULLRANK_MAX_DIM
         funnels = centred_scales(self.model) if small else ()
         if funnels:
-            warnings.warn(
+            warn_user(
                 f"the model keeps centred scales ({', '.join(funnels)}) and the base is a fit "
                 f"({what}): tempering from it rarely reaches the funnel's neck, so the "
                 "estimate can be low by more than its se; keep reparam='auto' with a base "
                 "named by string, or use base='prior'",
                 BaseFitWarning,
-                stacklevel=4,
             )
 
     def density(self) -> BatchedDensity:

@@ -71,14 +71,19 @@ def test_user_warning_filters_still_catch_every_category():
 
 
 def test_every_warn_call_in_the_package_names_a_category_of_the_tree():
-    """``warnings.warn(text, Category)`` everywhere; only the two generic emitters pass a
-    ``category`` (``message.category``) variable on."""
+    """``warn_user(text, Category)`` everywhere, no stack level counted by hand: the one
+    ``warnings.warn`` is inside ``warn_user``; only the generic emitters pass a ``category``
+    (``message.category``) variable on."""
     allowed = {"EvidenceWarning", *NAMES, "category"}
     package = Path(pme.__file__).parent
-    calls = 0
+    calls, raw = 0, []
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "warnings.warn"):
+            if not isinstance(node, ast.Call):
+                continue
+            if ast.unparse(node.func) == "warnings.warn":
+                raw.append(f"{path.name}:{node.lineno}")
+            if ast.unparse(node.func) != "warn_user":
                 continue
             calls += 1
             args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "category")]
@@ -86,6 +91,21 @@ def test_every_warn_call_in_the_package_names_a_category_of_the_tree():
             name = ast.unparse(args[0]).rsplit(".", 1)[-1]
             assert name in allowed, f"{path.name}:{node.lineno} warns with {name}"
     assert calls >= 7
+    assert len(raw) == 1 and raw[0].startswith("diagnostics.py"), raw
+
+
+def test_warnings_point_at_the_users_line_however_deep():
+    """A warning raised several calls deep in the package points at the test's own line."""
+    from pymc_evidence.estimators.diagnostics import warn_user
+
+    def deep():
+        warn_user("deep", pme.WeightWarning)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        deep()  # a frame of this file: the warning points here, in the test's inner function
+        pme.estimators.ais_log_evidence(np.array([0.0, -40.0, -80.0]))  # a few effective runs
+    assert [w.filename for w in caught] == [__file__] * len(caught) and len(caught) >= 2
 
 
 # -- messages that carry their category ----------------------------------------------------

@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pymc as pm
 
-from ..estimators.diagnostics import ModelWarning
+from ..estimators.diagnostics import ModelWarning, warn_user
 from ..estimators.record import EvidenceEstimate
 from ..hygiene import check_model, is_discrete
 from ..results.assemble import assemble_results
@@ -45,11 +43,10 @@ def exact_evidence(model, potentials=None):
         return None
     if not data:
         check_model(source, potentials=potentials, discrete=True)
-        warnings.warn(
+        warn_user(
             "the model has no observed variables, so there is no data whose evidence to "
             "compute: p(no data) = 1 and log Z = 0 exactly. Pass the data with observed=...",
             ModelWarning,
-            stacklevel=3,
         )
         return _result(source, 0.0, "no observed variables")
     summed = sum_out_discrete(source)

@@ -24,7 +24,6 @@ what runs in milliseconds.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from contextvars import ContextVar
 
 import numpy as np
@@ -34,7 +33,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
-from ..estimators.diagnostics import ModelWarning
+from ..estimators.diagnostics import ModelWarning, warn_user
 from ._no_jit import no_jit_mode
 from .jax_rows import JaxRows, compile_rows_jax, jax_accelerator, jax_available, require_jax
 
@@ -258,7 +257,6 @@ def compile_rows(
     vectorize: bool = True,
     what: str,
     category=ModelWarning,
-    stacklevel=4,
     backend=None,
     ndim: int | None = None,
 ):
@@ -294,7 +292,7 @@ def compile_rows(
             fn.trust_input = True  # callers pass float64 matrices only
             return True, fn
         except Exception as err:  # any op that cannot be batched
-            _warn_unbatched(err, what, category, stacklevel)
+            _warn_unbatched(err, what, category)
     return False, compile_fn([flat], outputs)
 
 
@@ -366,12 +364,11 @@ def _static_size(var) -> int:
     return int(np.size(value)) if value is not None else 0
 
 
-def _warn_unbatched(err, what, category, stacklevel):
-    warnings.warn(
+def _warn_unbatched(err, what, category):
+    warn_user(
         f"could not vectorize the model's log density ({err!r}); {what} evaluates "
         "one point at a time, which is much slower",
         category,
-        stacklevel=stacklevel + 1,
     )
 
 

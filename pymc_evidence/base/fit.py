@@ -7,13 +7,12 @@ Carlo draw, then one batched evaluation of all fits' fresh importance-sampling e
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
 
-from ..estimators.diagnostics import BaseFitWarning
+from ..estimators.diagnostics import BaseFitWarning, warn_user
 from ..estimators.logspace import logsumexp
 from ..hygiene import check_model
 from ..progress import progress_bar
@@ -327,7 +326,7 @@ def fit_base(
     )
     if not fits and fullrank:
         message = f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI"
-        warnings.warn(message, BaseFitWarning, stacklevel=2)
+        warn_user(message, BaseFitWarning)
         return fit_base(
             "advi", restarts=restarts, learning_rate=learning_rate, n_eval=n_eval,
             combine=combine, random_seed=rng, potentials=potentials, model=space.model,

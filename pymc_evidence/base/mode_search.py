@@ -9,11 +9,9 @@ basins none has reached yet (:func:`unseen_share`).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..estimators.diagnostics import BaseFitWarning
+from ..estimators.diagnostics import BaseFitWarning, warn_user
 from .component_starts import component_starts
 from .laplace import Mode, ascend_into
 from .mixture import MixtureBase
@@ -128,12 +126,11 @@ def warn_unseen(search: dict) -> None:
     """A :class:`BaseFitWarning` when the search ended still finding new basins."""
     share = search.get("unseen_share", 0.0)
     if share > WARN_UNSEEN:
-        warnings.warn(
+        warn_user(
             f"the mode search climbed to {search['n_modes_found']} distinct modes from "
             f"{search['n_prior_starts']} prior draws and was still finding new ones: about "
             f"{share:.0%} of the prior's mass lies in basins it never reached. Modes there are "
             "missing from the base, and an estimate started from it can miss their evidence "
             "without its se showing it. Cross-check with base='prior' (method='smc').",
             BaseFitWarning,
-            stacklevel=2,
         )

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..estimators.logspace import kish_ess, weighted_var
+from ..estimators.ladder import validate_ladder
+from ..estimators.logspace import kish_ess, nan_as_zero_weight, weighted_var
 from .hmc import hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
 from .smc_kernel import DIVERGING_HALVE
@@ -103,7 +104,7 @@ def adaptive_schedule(pilot_betas, path_var, n: int) -> np.ndarray:
     >>> bool(new[1] < 0.01 and new[-2] > 0.6)
     True
     """
-    betas = _check_betas(pilot_betas)
+    betas = validate_ladder(pilot_betas, strict=False)
     var = np.asarray(path_var, dtype=float)
     if var.shape != betas.shape:
         raise ValueError("path_var must have one value per pilot beta")
@@ -118,22 +119,13 @@ def adaptive_schedule(pilot_betas, path_var, n: int) -> np.ndarray:
     return np.maximum.accumulate(new)
 
 
-def _check_betas(betas) -> np.ndarray:
-    betas = np.asarray(betas, dtype=float)
-    if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0:
-        raise ValueError("betas must be a 1-d schedule starting at 0 and ending at 1")
-    if np.any(np.diff(betas) < 0):
-        raise ValueError("betas must be non-decreasing")
-    return betas
-
-
 def _increment(state, d_beta) -> np.ndarray:
     """``d_beta * (log f - log q)``; non-finite values (and nan) become ``-inf`` (weight 0)."""
     if d_beta == 0.0:
         return np.zeros_like(state.log_f)
     with np.errstate(invalid="ignore"):
         inc = d_beta * (state.log_f - state.log_q)
-    return np.where(np.isnan(inc), -np.inf, inc)
+    return nan_as_zero_weight(inc)
 
 
 def _move(state, beta, density, step_size, n_leapfrog, n_steps, rng, scale):
@@ -222,7 +214,7 @@ def run_forward_ais(
     >>> bool(abs(log_mean_exp(-works) - exact) < 0.05)
     True
     """
-    betas = _check_betas(betas)
+    betas = validate_ladder(betas, strict=False)
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
     if isinstance(scale, str):
@@ -362,7 +354,7 @@ def run_reverse_ais(
         Per-stage acceptance, step sizes and mean increments; log weights (``-works``) and
         final particles (see :class:`~pymc_evidence.engines.records.ReverseAISInfo`).
     """
-    betas = _check_betas(betas)
+    betas = validate_ladder(betas, strict=False)
     n_stages = betas.size - 1
     step_sizes = np.broadcast_to(np.asarray(step_sizes, dtype=float), betas.shape)
     if np.any(~np.isfinite(step_sizes[1:n_stages])):

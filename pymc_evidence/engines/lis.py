@@ -34,8 +34,9 @@ from functools import partial
 
 import numpy as np
 
+from ..estimators.ladder import validate_ladder
 from ..estimators.lis import lis_log_factors, log_bridge_ratios
-from ..estimators.logspace import kish_ess
+from ..estimators.logspace import kish_ess, nan_as_zero_weight
 from .hmc import State, hmc_step, init_state, rwm_step
 from .records import LISInfo
 
@@ -107,7 +108,7 @@ class _Chain:
     def observe(self, state: State):
         with np.errstate(invalid="ignore"):
             u = state.log_f - state.log_q
-        u = np.where(np.isnan(u), -np.inf, u)
+        u = nan_as_zero_weight(u)
         self.u.append(u)
         lw = np.zeros_like(u) if self.weight is None else self.weight(u)
         self.lw.append(lw)
@@ -164,11 +165,7 @@ def _observe_all(x: np.ndarray, chain: _Chain, density, extra: State | None = No
 
 
 def _settings(betas, chain_length, step_sizes, direction, bridge_guess):
-    betas = np.asarray(betas, dtype=float)
-    if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0:
-        raise ValueError("betas must be a 1-d schedule starting at 0 and ending at 1")
-    if np.any(np.diff(betas) <= 0):
-        raise ValueError("betas must be strictly increasing")
+    betas = validate_ladder(betas)
     if direction not in ("forward", "reverse"):
         raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
     lengths = np.broadcast_to(np.asarray(chain_length), betas.shape).astype(int)

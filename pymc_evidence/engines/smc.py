@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..estimators.ladder import validate_ladder
 from ..estimators.logspace import (
     RESAMPLING,
     kish_ess,
@@ -154,12 +155,7 @@ class SMCSettings:
             if self.schedule != "adaptive":
                 raise ValueError(f"schedule must be 'adaptive' or an array, got {self.schedule!r}")
             return None
-        betas = np.asarray(self.schedule, dtype=float)
-        if betas.ndim != 1 or betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0:
-            raise ValueError("a fixed schedule must be 1-d, start at 0 and end at 1")
-        if np.any(np.diff(betas) < 0):
-            raise ValueError("a fixed schedule must be non-decreasing")
-        return betas
+        return validate_ladder(self.schedule, strict=False, what="a fixed schedule")
 
 
 def _expand(kernel: Kernel, state, log_w, ratio, d_beta, beta, gamma, acc):

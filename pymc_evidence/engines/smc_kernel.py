@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ..estimators.logspace import normalize_log_weights
+from ..estimators.logspace import nan_as_zero_weight, normalize_log_weights
 from .hmc import State, hmc_step
 
 __all__ = [
@@ -62,7 +62,7 @@ def log_ratio(state: State) -> np.ndarray:
     """``log f - log q``; NaN (e.g. ``-inf - -inf``) becomes ``-inf`` (weight zero)."""
     with np.errstate(invalid="ignore"):
         ratio = state.log_f - state.log_q
-    return np.where(np.isnan(ratio), -np.inf, ratio)
+    return nan_as_zero_weight(ratio)
 
 
 def log_incr(ratio: np.ndarray, d_beta: float) -> np.ndarray:

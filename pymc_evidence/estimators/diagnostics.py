@@ -21,6 +21,10 @@ Pure numpy/scipy; nothing here knows about PyMC or xarray.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "WeightWarning",
     "evidence_messages",
     "tagged",
+    "warn_user",
 ]
 
 #: Warning thresholds used by :func:`evidence_messages`.
@@ -164,6 +169,30 @@ class WarningMessage(str):
 
     def __reduce__(self):
         return type(self), (str(self), self.category)
+
+
+#: The package's directory: frames in files under it are the package's own.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn_user(message, category=EvidenceWarning) -> None:
+    """:func:`warnings.warn` pointed at the first frame outside this package: the user's line
+    that called into it, however deep the call that warns (Python 3.12's
+    ``skip_file_prefixes``, counted by hand so that 3.11 has it too). Every warning of the
+    package goes through here; no call site counts stack levels.
+
+    Examples
+    --------
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_user("few effective draws", WeightWarning)
+    >>> caught[0].category.__name__, caught[0].filename.startswith(_PACKAGE_DIR)
+    ('WeightWarning', False)
+    """
+    frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def tagged(messages, category=EvidenceWarning) -> list[WarningMessage]:

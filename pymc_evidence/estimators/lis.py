@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 
 from .diagnostics import WeightWarning
-from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se
+from .logspace import emit_warnings, kish_ess, log_mean_exp, log_mean_exp_se, nan_as_zero_weight
 from .noneq import bar_log_evidence
 from .record import EvidenceEstimate
 
@@ -99,7 +99,7 @@ def log_bridge_ratios(
     if bridge not in BRIDGES:
         raise ValueError(f"bridge must be one of {BRIDGES}, got {bridge!r}")
     u = np.asarray(u, dtype=float)
-    u = np.where(np.isnan(u), -np.inf, u)
+    u = nan_as_zero_weight(u)
     d = float(beta_to) - float(beta_from)
     if bridge == "geometric":
         with np.errstate(invalid="ignore"):
@@ -111,7 +111,7 @@ def log_bridge_ratios(
         lp_from, lp_to = beta_from * u, beta_to * u
         log_den = np.logaddexp(log_ratio_guess + log_size_ratio + lp_from, lp_to)
         to_from, to_to = lp_to - log_den, lp_from - log_den
-    return np.where(np.isnan(to_from), -np.inf, to_from), np.where(np.isnan(to_to), -np.inf, to_to)
+    return nan_as_zero_weight(to_from), nan_as_zero_weight(to_to)
 
 
 def lis_log_factors(log_num, log_den) -> np.ndarray:

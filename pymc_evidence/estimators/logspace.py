@@ -13,15 +13,15 @@ resampling functions refuse ``NaN`` and an all-zero set (:func:`checked_log_weig
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
-from .diagnostics import EvidenceWarning, WarningMessage, tagged
+from .diagnostics import EvidenceWarning, WarningMessage, tagged, warn_user
 
 __all__ = [
     "RESAMPLING",
     "checked_log_weights",
+    "nan_as_zero_weight",
     "emit_warnings",
     "kish_ess",
     "log_mean_exp",
@@ -33,6 +33,21 @@ __all__ = [
     "systematic_resample",
     "weighted_var",
 ]
+
+
+def nan_as_zero_weight(log_w) -> np.ndarray:
+    """``log_w`` as floats with every ``NaN`` (``-inf - -inf``, ``0 * inf``) as ``-inf``.
+
+    The one rule by which a log weight, log ratio or log increment that is undefined
+    counts as a weight of zero, for the engines' increments and the LIS bridges alike.
+
+    Examples
+    --------
+    >>> nan_as_zero_weight([0.5, np.nan, -np.inf]).tolist()
+    [0.5, -inf, -inf]
+    """
+    log_w = np.asarray(log_w, dtype=float)
+    return np.where(np.isnan(log_w), -np.inf, log_w)
 
 
 def logsumexp(x, axis=None):
@@ -234,10 +249,9 @@ def resample_indices(log_w, n_out: int, rng: np.random.Generator, method="system
     return RESAMPLING[method](log_w, n_out, rng)
 
 
-def emit_warnings(
-    messages, category=EvidenceWarning, stacklevel: int = 3
-) -> tuple[WarningMessage, ...]:
-    """Emit each message with :func:`warnings.warn` under its category; return them.
+def emit_warnings(messages, category=EvidenceWarning) -> tuple[WarningMessage, ...]:
+    """Emit each message under its category, pointed at the user's line
+    (:func:`~.diagnostics.warn_user`); return them.
 
     Parameters
     ----------
@@ -246,10 +260,6 @@ def emit_warnings(
         plain string under ``category``.
     category : type of Warning, default EvidenceWarning
         The category of plain strings.
-    stacklevel : int, default 3
-        Passed unchanged to :func:`warnings.warn`, so ``1`` is this function, ``2`` the
-        function that calls it and the default ``3`` that function's caller (the user's
-        line, for a public estimator that calls this directly).
 
     Returns
     -------
@@ -271,5 +281,5 @@ def emit_warnings(
     """
     messages = tuple(tagged(messages, category))
     for message in messages:
-        warnings.warn(message, message.category, stacklevel=stacklevel)
+        warn_user(message, message.category)
     return messages

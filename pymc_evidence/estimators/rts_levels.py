@@ -12,6 +12,7 @@ import numpy as np
 from scipy import special
 
 from .diagnostics import evidence_messages
+from .ladder import default_ladder, validate_ladder
 from .logspace import emit_warnings, log_mean_exp, normalize_log_weights
 from .record import EvidenceEstimate
 
@@ -19,46 +20,6 @@ __all__ = ["default_ladder", "validate_ladder", "level_log_conditionals"]
 
 #: Rows of ``log_cond`` must have ``|logsumexp| <`` this.
 _NORM_TOL = 1e-6
-
-
-def default_ladder(n_levels: int = 32, power: float = 4.0) -> np.ndarray:
-    """Power ladder ``beta_k = (k / (K - 1))**power`` (``K = n_levels >= 2``, ``power > 0``).
-
-    Dense near ``beta = 0``, where ``E_beta[delta]`` changes fastest; ``power = 1`` is linear.
-
-    Examples
-    --------
-    >>> default_ladder(3, 2.0).tolist()
-    [0.0, 0.25, 1.0]
-    """
-    if int(n_levels) != n_levels or n_levels < 2:
-        raise ValueError(f"n_levels must be an integer >= 2, got {n_levels}")
-    if not (np.isfinite(power) and power > 0):
-        raise ValueError(f"power must be positive and finite, got {power}")
-    return np.linspace(0.0, 1.0, int(n_levels)) ** float(power)
-
-
-def validate_ladder(betas) -> np.ndarray:
-    """Return ``betas`` as floats after checking ``0 = beta_0 < ... < beta_{K-1} = 1``.
-
-    Raises ``ValueError`` unless it is 1-D with ``K >= 2``, finite, strictly increasing,
-    starts at exactly 0 and ends at exactly 1.
-
-    Examples
-    --------
-    >>> validate_ladder([0, 0.5, 1]).tolist()
-    [0.0, 0.5, 1.0]
-    """
-    b = np.asarray(betas, dtype=float)
-    if b.ndim != 1 or b.size < 2:
-        raise ValueError(f"betas must be 1-D with at least 2 levels, got shape {b.shape}")
-    if not np.all(np.isfinite(b)):
-        raise ValueError("betas must be finite")
-    if b[0] != 0.0 or b[-1] != 1.0:
-        raise ValueError(f"betas must start at 0 and end at 1, got {b[0]} ... {b[-1]}")
-    if np.any(np.diff(b) <= 0):
-        raise ValueError("betas must be strictly increasing")
-    return b
 
 
 def as_vector(x, n: int, name: str) -> np.ndarray:
@@ -146,5 +107,5 @@ def chain_max_z(value, per_chain, per_chain_se) -> float:
 
 def level_record(value, se, method, per_chain, per_chain_se, diag, messages) -> EvidenceEstimate:
     """Add the shared messages, emit every message under its category, build the record."""
-    messages = emit_warnings(messages + evidence_messages(diag, se), stacklevel=4)
+    messages = emit_warnings(messages + evidence_messages(diag, se))
     return EvidenceEstimate(float(value), se, method, per_chain, per_chain_se, diag, messages)

@@ -203,7 +203,7 @@ def run_checks(
         diag, heavy = pareto_check(log_w, what=what, key=f"pareto_k_{direction}")
         diagnostics.update(diag)
         crossing += heavy if len(sets) == 1 else []  # two-sided (BAR, bridged) estimates cope
-    return checked(est, diagnostics, [*crossing, *messages], stacklevel=5)
+    return checked(est, diagnostics, [*crossing, *messages])
 
 
 def _weight_sets(est, work_f, physical_r) -> dict:

@@ -267,7 +267,7 @@ def bridge_parts(problem, idata, options) -> MethodResult:
     too_few = _too_many_dims(x.shape[-1], x.shape[0] * (x.shape[1] // 2), x.shape[0])
     too_few = tagged([too_few], SamplingWarning) if too_few else []
     messages = [*too_few, *est.warnings, *_messages(est), *missed, *runs_ok]
-    est = checked(quiet, divergences(idata), messages, stacklevel=4)
+    est = checked(quiet, divergences(idata), messages)
     attrs = {
         "proposal": options["proposal"],
         "repetitions": int(options["repetitions"]),

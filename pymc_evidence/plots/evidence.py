@@ -14,7 +14,7 @@ import xarray as xr
 
 from ..compare import compare
 from ..compat import group_names
-from ..estimators.diagnostics import CrossCheckWarning
+from ..estimators.diagnostics import CrossCheckWarning, warn_user
 from ..estimators.record import EvidenceEstimate
 from ..results import log_evidence
 from ._common import PARTICLE_METHODS, checked_results, new_axes, plain_ticks
@@ -136,7 +136,7 @@ def _first_estimates(rows, prior_probs, quiet: bool):
         table = compare(firsts, prior_probs)
     for caught_warning in caught:  # as if plot_compare had warned: point at its caller
         if not (quiet and issubclass(caught_warning.category, CrossCheckWarning)):
-            warnings.warn(caught_warning.message, caught_warning.category, stacklevel=3)
+            warn_user(caught_warning.message, caught_warning.category)
     return table
 
 

@@ -32,13 +32,11 @@ __all__ = [
 COPIED_GROUPS = ("observed_data", "constant_data")
 
 
-def add_messages(est, messages, *, diagnostics: dict | None = None, stacklevel: int = 3):
+def add_messages(est, messages, *, diagnostics: dict | None = None):
     """``est`` with new ``messages`` emitted (each under its category, see
     :func:`~pymc_evidence.estimators.logspace.emit_warnings`) and appended, and
     ``diagnostics`` merged in. Messages the estimate already carries are not repeated."""
-    new = emit_warnings(
-        [m for m in dict.fromkeys(messages) if m not in est.warnings], stacklevel=stacklevel + 1
-    )
+    new = emit_warnings([m for m in dict.fromkeys(messages) if m not in est.warnings])
     return replace(
         est,
         diagnostics={**est.diagnostics, **(diagnostics or {})},
@@ -46,11 +44,11 @@ def add_messages(est, messages, *, diagnostics: dict | None = None, stacklevel: 
     )
 
 
-def checked(est, diagnostics: dict, extra_messages=(), *, stacklevel: int = 3):
+def checked(est, diagnostics: dict, extra_messages=()):
     """``est`` with run-level ``diagnostics`` (divergences, non-finite densities, ...) added
     and the warnings they call for (:func:`evidence_messages`) emitted once."""
     messages = evidence_messages(diagnostics, est.se) + list(extra_messages)
-    return add_messages(est, messages, diagnostics=diagnostics, stacklevel=stacklevel + 1)
+    return add_messages(est, messages, diagnostics=diagnostics)
 
 
 def divergences(idata) -> dict:

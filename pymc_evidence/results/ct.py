@@ -93,7 +93,7 @@ def ct_parts(raw, *, method=None, rng=None, rounds=None, diagnostics=None, setti
     # k-hat of w1 is recorded, not warned on: w1 grows only linearly in |delta|, so its
     # variance is finite and PSIS' tail fit misleads (k-hat 3-5 at Kish ESS 99.9 %)
     pareto = {"pareto_k": pareto_khat(lw1)}
-    est = checked(est, {**(diagnostics or {}), **divergences(raw), **pareto}, stacklevel=4)
+    est = checked(est, {**(diagnostics or {}), **divergences(raw), **pareto})
     raw_post = get_group(raw, "posterior")
     extended = raw_post.assign(
         ct_log_w0=(("chain", "draw"), lw0), ct_log_w1=(("chain", "draw"), lw1)

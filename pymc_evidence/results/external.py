@@ -169,7 +169,7 @@ def sample_smc_estimate(idata: Any) -> EvidenceEstimate:
     log_z_chains = sample_smc_log_z(idata)
     n = log_z_chains.size
     log_z, se = log_mean_exp_se(log_z_chains)
-    messages = emit_warnings(_messages(n), ConvergenceWarning, stacklevel=3)
+    messages = emit_warnings(_messages(n), ConvergenceWarning)
     return EvidenceEstimate(
         log_z=float(log_z),
         se=float(se),

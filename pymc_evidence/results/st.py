@@ -119,7 +119,7 @@ def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
     # k-hat of the resampling weights q <= 1 is recorded, not warned on (bounded weights)
     pareto = {"pareto_k": pareto_khat(log_cond[..., -1])}
     diagnostics = {**pooled.diagnostics, **divergences(raw), **pareto}
-    est = checked(quiet, diagnostics, [*pooled.warnings, *extra], stacklevel=4)
+    est = checked(quiet, diagnostics, [*pooled.warnings, *extra])
     extra_dims = {
         "beta": ("level", betas),
         "c_hat": ("level", np.exp(log_cond).mean(axis=(0, 1))),

@@ -24,7 +24,6 @@ A variable is rewritten only when it is safe to do so:
 
 from __future__ import annotations
 
-import warnings
 import weakref
 
 import numpy as np
@@ -44,7 +43,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
 from ..base.model_copy import model_fgraph, with_initvals
-from ..estimators.diagnostics import ModelWarning
+from ..estimators.diagnostics import ModelWarning, warn_user
 
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
     from pytensor.graph.traversal import ancestors
@@ -340,8 +339,9 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     fgraph, initvals = _to_fgraph(model)
     todo, skipped = _plan(fgraph)
     for name, reason in skipped.items():
-        warnings.warn(
-            f"reparametrize: {name!r} is not rewritten: {reason}.", ModelWarning, stacklevel=2
+        warn_user(
+            f"reparametrize: {name!r} is not rewritten: {reason}.",
+            ModelWarning,
         )
     if not todo:
         return model

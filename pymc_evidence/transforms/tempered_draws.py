@@ -12,9 +12,7 @@ turns the trace into the evidence and posterior draws.
 
 from __future__ import annotations
 
-import warnings
-
-from ..estimators.diagnostics import EvidenceWarning
+from ..estimators.diagnostics import EvidenceWarning, warn_user
 
 __all__ = ["tempered_draws_message", "warn_tempered_draws"]
 
@@ -36,7 +34,7 @@ def tempered_draws_message(what: str, reader: str) -> str:
     )
 
 
-def warn_tempered_draws(what: str, reader: str, *, stacklevel: int = 3) -> None:
-    """Emit :func:`tempered_draws_message` as an :class:`~pymc_evidence.EvidenceWarning`
-    (``stacklevel`` 3: the caller of the function that calls this)."""
-    warnings.warn(tempered_draws_message(what, reader), EvidenceWarning, stacklevel=stacklevel)
+def warn_tempered_draws(what: str, reader: str) -> None:
+    """Emit :func:`tempered_draws_message` as an :class:`~pymc_evidence.EvidenceWarning`,
+    pointed at the user's line."""
+    warn_user(tempered_draws_message(what, reader), EvidenceWarning)
