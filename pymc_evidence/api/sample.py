@@ -178,7 +178,8 @@ def sample_evidence(
         the power-posterior path from exact prior draws), ``n_particles`` (256),
         ``n_stages`` (200; ``ais`` and ``bar`` repeat their runs once with up to 16 times
         as many, at most ``max_stages`` (3200), where the works spread by more than 1.5
-        nats), ``schedule``
+        nats; ``ais`` then once more with up to 16 times the particles, at most
+        ``max_particles`` (1024), where they still do), ``schedule``
         (``"sigmoidal"``, ``"geometric"``, ``"linear"``, ``"adaptive"``: chosen by a pilot
         run, kernels frozen; or an array of betas),
         ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start

@@ -38,6 +38,7 @@ __all__ = [
     "RAIS_SPEC",
     "SCHEDULES",
     "WORK_SD_MAX",
+    "more_particles",
     "more_stages",
 ]
 
@@ -50,6 +51,8 @@ _MAKERS["linear"] = linear_schedule
 WORK_SD_MAX = 1.5
 #: Most stages a rerun multiplies the stages by.
 MAX_STAGE_FACTOR = 16.0
+#: Most particles a rerun of ``ais`` multiplies the particles by (:func:`more_particles`).
+MAX_PARTICLE_FACTOR = 16.0
 
 
 def _schedule(problem, density, options, rng):
@@ -121,6 +124,29 @@ def more_stages(spread: float, n_stages: int, max_stages: int) -> int | None:
     return min(int(np.ceil(n_stages * factor)), int(max_stages))
 
 
+def more_particles(spread: float, n_particles: int, max_particles: int) -> int | None:
+    """The particles for a last ``ais`` run where the works still spread too widely after
+    the stages were raised (:func:`more_stages`), or None.
+
+    A spread that more stages do not narrow comes from the base weighing separated modes
+    otherwise than the posterior does, not from annealing too fast: the weights stay heavy
+    tailed, and their mean needs about ``exp(s^2)`` runs. ``n exp(s^2 - WORK_SD_MAX^2)``
+    particles (at least twice, at most :data:`MAX_PARTICLE_FACTOR` times and
+    ``max_particles``) bring the runs to what ``WORK_SD_MAX`` asks of ``n``. Measured on the
+    two Gaussian shells (seed 1, 7 modes in the base): forward works' sd 2.2 nats after 496
+    stages, ``ais`` -0.174 +- 0.126 from 256 particles.
+
+    Examples
+    --------
+    >>> [more_particles(spread, 256, 1024) for spread in (2.2, 1.6, 1.0)]
+    [1024, 512, None]
+    """
+    if not spread > WORK_SD_MAX or n_particles >= max_particles:  # nan: left to the checks
+        return None
+    factor = min(max(np.exp(spread**2 - WORK_SD_MAX**2), 2.0), MAX_PARTICLE_FACTOR)
+    return min(int(np.ceil(n_particles * factor)), int(max_particles))
+
+
 def _reverse(problem, density, betas, info_f, start, options, rng):
     """Reverse runs from ``start`` through the forward runs' kernels: physical works, info."""
     show = problem.sampling.progressbar
@@ -141,7 +167,8 @@ def _reverse(problem, density, betas, info_f, start, options, rng):
 def _anneal(problem, density, options, rng, method, start_of):
     """Forward runs (and reverse runs for ``rais``/``bar``, from ``start_of()``); for
     ``ais`` and ``bar``, annealed once again with more stages where the works spread too
-    widely (:func:`more_stages`). ``rais`` is left as asked: on the 61-d latent random walk
+    widely (:func:`more_stages`), and ``ais`` once more with more particles where they still
+    do (:func:`more_particles`). ``rais`` is left as asked: on the 61-d latent random walk
     (seed 1) its error followed its NUTS starts, not its stages (200 stages
     +0.15 +- 0.13, 981 stages +0.24 +- 0.07, 3200 stages +0.04 +- 0.10; the jackknife over
     its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used, the
@@ -165,6 +192,14 @@ def _anneal(problem, density, options, rng, method, start_of):
         options = {**options, "n_stages": raised}
         counts = density.counts()  # the checks count the runs the estimate uses
         forward, reverse = once(options)
+    if method == "ais":  # still wide after more stages: more particles, once
+        wider = more_particles(
+            float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"])
+        )
+        if raised is not None and wider is not None:
+            options = {**options, "n_particles": wider}
+            counts = density.counts()
+            forward, reverse = once(options)
     return options, counts, forward, reverse
 
 
@@ -195,7 +230,7 @@ def _run(problem, options, method) -> MethodResult:
         n_div=None if start is None else start.n_divergences,
         messages=() if start is None else (*start.messages, *spread),
     )
-    attrs = {"n_particles": n, "n_stages": int(options["n_stages"])}
+    attrs = {"n_particles": int(options["n_particles"]), "n_stages": int(options["n_stages"])}
     attrs.update(max_stages=int(options["max_stages"]), n_leapfrog=int(options["n_leapfrog"]))
     return particle_result(
         problem,
@@ -213,6 +248,8 @@ def _check(options):
         raise ValueError("n_particles must be >= 2 and n_stages >= 1")
     if int(options["max_stages"]) < 1:
         raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
+    if int(options.get("max_particles", 2)) < 2:
+        raise ValueError(f"max_particles must be >= 2, got {options['max_particles']}")
     schedule = options["schedule"]
     if isinstance(schedule, str) and schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
@@ -226,6 +263,7 @@ _OPTIONS = {
     "schedule": "sigmoidal",
 }
 _REVERSE = {**_OPTIONS, "posterior": None}
+_FORWARD = {**_OPTIONS, "max_particles": 1024}
 
 
 def _spec(name, description, options):
@@ -245,7 +283,7 @@ def _spec(name, description, options):
 
 
 AIS_SPEC = _spec(
-    "ais", "forward annealed importance sampling from the base (a stochastic lower bound)", _OPTIONS
+    "ais", "forward annealed importance sampling from the base (a stochastic lower bound)", _FORWARD
 )
 RAIS_SPEC = _spec(
     "rais", "reverse AIS from posterior draws to the base (a stochastic upper bound)", _REVERSE
