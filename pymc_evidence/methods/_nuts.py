@@ -90,11 +90,11 @@ def refuse_modes_beyond_chains(problem, options) -> None:
     n_modes = separated_modes(problem.base)
     if n_modes > chains:
         raise ValueError(
-            f"the base holds {n_modes} separated modes (found by its mode search) and the "
-            f"reverse runs would start from {chains} NUTS chains, each of which stays in "
-            "its mode: the modes no chain reaches are missing from the estimate and its "
-            "se; use method='smc' (the default) or 'ais', which anneal every particle "
-            "from the base and keep its modes in proportion"
+            f"the base holds {n_modes} components (separated modes that its mode search "
+            f"found) and the reverse runs would start from {chains} NUTS chains, each of "
+            "which stays in its mode: the modes no chain reaches are missing from the "
+            "estimate and its se; use method='smc' (the default) or 'ais', which anneal "
+            "every particle from the base and keep its modes in proportion"
         )
 
 
