@@ -352,16 +352,23 @@ def test_ais_takes_more_particles_where_more_stages_leave_the_works_wide():
 
 
 def test_ais_on_the_gaussian_shells_with_more_particles():
-    """Seven modes in the base: the works spread by 2.2-2.4 nats after 496 stages, and 256
-    particles gave -0.174 +- 0.126 at seed 1; 1024 give the exact log Z within 0.15."""
+    """Seven modes in the base. On PyMC 6 the works spread by 2.2-2.4 nats after 496 stages,
+    and 256 particles gave -0.174 +- 0.126 at seed 1; 1024 give the exact log Z within 0.15.
+    PyMC 5's base needs 1541 stages, after which the works spread less than 1.5 nats and 256
+    particles are right (-0.010 +- 0.063): more particles only where the spread asks."""
     from pymc_evidence.testing import gaussian_shells
 
     system = gaussian_shells()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = pme.sample_evidence(system.model, method="ais", random_seed=1, progressbar=False)
-    assert get_group(idata, "log_evidence").attrs["n_particles"] == 1024
+    group = get_group(idata, "log_evidence")
+    if group.attrs["n_particles"] == 256:
+        assert float(group["diag_sd_work"]) <= WORK_SD_MAX
+    else:
+        assert group.attrs["n_particles"] == 1024
     assert_log_z(pme.log_evidence(idata), system.log_z, abs_tol=0.15, label="shells ais")
+    assert pme.log_evidence(idata).se <= 0.15
 
 
 def test_lis_links_again_with_more_links_where_log_weights_spread(regression):
