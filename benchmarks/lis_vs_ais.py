@@ -44,12 +44,14 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import gammaln
 
 from pymc_evidence.engines.hmc import init_state, rwm_step
 from pymc_evidence.engines.lis import run_lis
+from pymc_evidence.engines.settings import KernelSettings, LinkSettings
 from pymc_evidence.estimators.lis import (
     bridged_log_evidence,
     lis_log_evidence,
@@ -119,13 +121,15 @@ def ais_runs(path, betas, x, rng, eps, direction):
 
 
 def lis_runs(path, betas, n, m, rng, eps, direction):
+    kernel = KernelSettings(step_size=eps, scale=None, kind="rwm")
+    links = LinkSettings(chain_length=m)
     if direction == "forward":
         x0 = path.sample(0, n * (m + 1), rng).reshape(n, m + 1, 1)
-        return run_lis(path, betas, x0, rng, chain_length=m, step_sizes=eps, kernel="rwm")[0]
+        return run_lis(path, betas, x0, rng, kernel, links)[0]
     x0 = path.sample(1, n, rng)
     log_r, _ = run_lis(
-        path, betas, x0, rng, chain_length=m, step_sizes=eps, kernel="rwm",
-        direction="reverse", end_sampler=lambda k, g: path.sample(0, k, g),
+        path, betas, x0, rng, kernel, replace(links, direction="reverse"),
+        end_sampler=lambda k, g: path.sample(0, k, g),
     )  # fmt: skip
     return log_r
 

@@ -11,6 +11,7 @@ from pymc_evidence.base import GaussianBase
 from pymc_evidence.base._compile import use_backend
 from pymc_evidence.base.space import model_space
 from pymc_evidence.engines import (
+    KernelSettings,
     batched_log_densities,
     hmc_step,
     init_state,
@@ -171,9 +172,8 @@ def test_reverse_ais_from_exact_posterior(advi_regression):
     betas = sigmoidal_schedule(100)
     _, fwd = run_forward_ais(density, base, betas, 200, rng)
     x0 = rng.multivariate_normal(mean, cov, size=200)
-    works_r, info = run_reverse_ais(
-        density, betas, x0, rng, step_sizes=fwd.step_sizes, scale=fwd.scale
-    )
+    kernel = KernelSettings(step_size=fwd.step_sizes, scale=fwd.scale)
+    works_r, info = run_reverse_ais(density, betas, x0, rng, kernel)
     assert np.all(np.isfinite(info.acceptance[1:-1]))
     estimate = -_logmeanexp(works_r)
     w = np.exp(works_r - np.max(works_r))

@@ -5,6 +5,7 @@ Truth comes from exact enumeration (a 3-state space), from a 1-D Gaussian path w
 """
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,13 @@ from _accuracy import assert_estimate, assert_log_z
 from scipy.special import logit, logsumexp
 
 from pymc_evidence.base import GaussianBase
-from pymc_evidence.engines import batched_log_densities, run_forward_ais, sigmoidal_schedule
+from pymc_evidence.engines import (
+    KernelSettings,
+    LinkSettings,
+    batched_log_densities,
+    run_forward_ais,
+    sigmoidal_schedule,
+)
 from pymc_evidence.engines.lis import interpolate_step_sizes, run_lis
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
 from pymc_evidence.estimators.lis import (
@@ -159,6 +166,12 @@ class Gauss1D:
         assert not np.any(diverging)
 
 
+def _reverse(settings):
+    """The same kernel and links, walked from the posterior back to the base."""
+    kernel, links = settings
+    return kernel, replace(links, direction="reverse")
+
+
 def _mean_ratio(log_r, log_target):
     """Mean and se of r / r_true (the unbiased scale, not the log)."""
     r = np.exp(log_r - log_target)
@@ -170,14 +183,17 @@ def test_engine_unbiased_with_poor_mixing(kernel):
     """Monte Carlo: E[r] = c forward and E[rbar] = 1/c reverse, chains far from equilibrium."""
     n, betas = 20_000, [0.0, 0.3, 0.7, 1.0]
     rng = np.random.default_rng(11)
-    settings = {"chain_length": 3, "step_sizes": 1.5, "n_leapfrog": 1, "kernel": kernel}
-    log_r, info = run_lis(Gauss1D(), betas, rng.normal(size=(n, 1)), rng, **settings)
+    settings = (
+        KernelSettings(step_size=1.5, n_leapfrog=1, scale=None, kind=kernel),
+        LinkSettings(chain_length=3),
+    )
+    log_r, info = run_lis(Gauss1D(), betas, rng.normal(size=(n, 1)), rng, *settings)
     mean, se = _mean_ratio(log_r, LOG_C)
     assert_estimate(mean, 1.0, se, abs_tol=0.08, label="forward E[r] / c")
     assert se < 0.02
     assert np.mean(log_r) < LOG_C  # Jensen: the log of one run is biased low
     post = rng.normal(M_F, S_F, size=(n, 1))  # exact draws from pi_1 = f / c
-    log_rbar, _ = run_lis(Gauss1D(), betas, post, rng, direction="reverse", **settings)
+    log_rbar, _ = run_lis(Gauss1D(), betas, post, rng, *_reverse(settings))
     mean, se = _mean_ratio(log_rbar, -LOG_C)
     assert_estimate(mean, 1.0, se, abs_tol=0.08, label="reverse E[rbar] c")
     assert se < 0.02
@@ -190,9 +206,12 @@ def test_engine_independent_end_chains_unbiased():
     """x0 of K+1 iid draws (T_0 = independent sampling) and an end_sampler keep E[r] exact."""
     n, k, betas = 20_000, 2, [0.0, 0.5, 1.0]
     rng = np.random.default_rng(12)
-    settings = {"chain_length": k, "step_sizes": [0.5, 1.2, 0.6], "n_leapfrog": 2}
+    settings = (
+        KernelSettings(step_size=[0.5, 1.2, 0.6], n_leapfrog=2, scale=None),
+        LinkSettings(chain_length=k),
+    )
     x0 = rng.normal(size=(n, k + 1, 1))
-    log_r, info = run_lis(Gauss1D(), betas, x0, rng, **settings)
+    log_r, info = run_lis(Gauss1D(), betas, x0, rng, *settings)
     mean, se = _mean_ratio(log_r, LOG_C)
     assert_estimate(mean, 1.0, se, abs_tol=0.1, label="forward E[r] / c")
     assert np.isnan(info.acceptance[0]) and np.isfinite(info.acceptance[1:]).all()
@@ -202,7 +221,7 @@ def test_engine_independent_end_chains_unbiased():
 
     post = rng.normal(M_F, S_F, size=(n, 1))
     log_rbar, info_r = run_lis(
-        Gauss1D(), betas, post, rng, direction="reverse", end_sampler=base_sampler, **settings
+        Gauss1D(), betas, post, rng, *_reverse(settings), end_sampler=base_sampler
     )
     mean, se = _mean_ratio(log_rbar, -LOG_C)
     assert_estimate(mean, 1.0, se, abs_tol=0.1, label="reverse E[rbar] c")
@@ -216,9 +235,8 @@ def test_engine_independent_end_chains_unbiased():
 def test_engine_without_transitions_is_simple_importance_sampling():
     """K = 0 and one link: r = f / q at the start draw, exactly."""
     x0 = np.linspace(-2, 2, 7)[:, None]
-    log_r, info = run_lis(
-        Gauss1D(), [0.0, 1.0], x0, np.random.default_rng(0), chain_length=0, step_sizes=np.nan
-    )
+    kernel, links = KernelSettings(step_size=np.nan, scale=None), LinkSettings(chain_length=0)
+    log_r, info = run_lis(Gauss1D(), [0.0, 1.0], x0, np.random.default_rng(0), kernel, links)
     log_f, log_q, _, _ = Gauss1D()(x0)
     np.testing.assert_allclose(log_r, log_f - log_q, rtol=1e-12)
     assert info.n_density_calls == 1
@@ -226,16 +244,20 @@ def test_engine_without_transitions_is_simple_importance_sampling():
 
 def test_engine_argument_checks():
     x0, rng = np.zeros((4, 1)), np.random.default_rng(0)
+    kernel, one = KernelSettings(step_size=1.0, scale=None), LinkSettings(chain_length=1)
     with pytest.raises(ValueError, match="start"):
-        run_lis(Gauss1D(), [0.2, 1.0], x0, rng, chain_length=1, step_sizes=1.0)
+        run_lis(Gauss1D(), [0.2, 1.0], x0, rng, kernel, one)
     with pytest.raises(ValueError, match="direction"):
-        run_lis(Gauss1D(), [0.0, 1.0], x0, rng, chain_length=1, step_sizes=1.0, direction="up")
+        LinkSettings(chain_length=1, direction="up")
     with pytest.raises(ValueError, match="step_sizes"):
-        run_lis(Gauss1D(), [0.0, 0.5, 1.0], x0, rng, chain_length=1, step_sizes=[1, np.nan, 1])
+        gap = KernelSettings(step_size=[1, np.nan, 1], scale=None)
+        run_lis(Gauss1D(), [0.0, 0.5, 1.0], x0, rng, gap, one)
     with pytest.raises(ValueError, match="states per run"):
-        run_lis(Gauss1D(), [0.0, 1.0], np.zeros((4, 2, 1)), rng, chain_length=3, step_sizes=1.0)
-    with pytest.raises(ValueError, match="kernel"):
-        run_lis(Gauss1D(), [0.0, 1.0], x0, rng, chain_length=1, step_sizes=1.0, kernel="nuts")
+        run_lis(Gauss1D(), [0.0, 1.0], np.zeros((4, 2, 1)), rng, kernel, LinkSettings(3))
+    with pytest.raises(ValueError, match="kind"):
+        KernelSettings(step_size=1.0, kind="nuts")
+    with pytest.raises(ValueError, match="needs the base"):
+        run_lis(Gauss1D(), [0.0, 1.0], x0, rng, KernelSettings(step_size=1.0), one)
 
 
 def test_interpolate_step_sizes_skips_nan():
@@ -358,7 +380,9 @@ def regression():
     )
     density = batched_log_densities(case.model, base)
     rng = np.random.default_rng(21)
-    _, pilot = run_forward_ais(density, base, sigmoidal_schedule(30), 32, rng, n_leapfrog=5)
+    _, pilot = run_forward_ais(
+        density, base, sigmoidal_schedule(30), 32, rng, KernelSettings(n_leapfrog=5)
+    )
     return case, mean, cov, base, density, pilot
 
 
@@ -366,17 +390,16 @@ def test_regression_forward_reverse_bridged(regression):
     case, mean, cov, base, density, pilot = regression
     rng = np.random.default_rng(22)
     n, k, betas = 64, 20, np.linspace(0.0, 1.0, 6)
-    settings = {
-        "chain_length": k,
-        "step_sizes": interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas),
-        "n_leapfrog": 5,
-        "scale": pilot.scale,
-    }
+    steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
+    settings = (
+        KernelSettings(step_size=steps, n_leapfrog=5, scale=pilot.scale),
+        LinkSettings(chain_length=k),
+    )
     x0 = base.sample(n * (k + 1), rng).reshape(n, k + 1, 5)
-    log_r, info = run_lis(density, betas, x0, rng, **settings)
+    log_r, info = run_lis(density, betas, x0, rng, *settings)
     post = rng.multivariate_normal(mean, cov, size=n)
     log_rbar, info_r = run_lis(
-        density, betas, post, rng, direction="reverse", end_sampler=base.sample, **settings
+        density, betas, post, rng, *_reverse(settings), end_sampler=base.sample
     )
     forward, reverse = lis_log_evidence(log_r), reverse_lis_log_evidence(log_rbar)
     bridged = bridged_log_evidence(log_r, log_rbar)
@@ -402,12 +425,13 @@ def test_beta_bernoulli_bridged():
     density = batched_log_densities(case.model, base)
     rng = np.random.default_rng(31)
     n, k, betas = 64, 10, np.linspace(0.0, 1.0, 4)
-    settings = {"chain_length": k, "step_sizes": 1.0, "n_leapfrog": 3, "scale": base.std}
-    x0 = base.sample(n * (k + 1), rng).reshape(n, k + 1, 1)
-    log_r, _ = run_lis(density, betas, x0, rng, **settings)
-    post = logit(rng.beta(a, b, size=(n, 1)))
-    log_rbar, _ = run_lis(
-        density, betas, post, rng, direction="reverse", end_sampler=base.sample, **settings
+    settings = (
+        KernelSettings(step_size=1.0, n_leapfrog=3, scale=base.std),
+        LinkSettings(chain_length=k),
     )
+    x0 = base.sample(n * (k + 1), rng).reshape(n, k + 1, 1)
+    log_r, _ = run_lis(density, betas, x0, rng, *settings)
+    post = logit(rng.beta(a, b, size=(n, 1)))
+    log_rbar, _ = run_lis(density, betas, post, rng, *_reverse(settings), end_sampler=base.sample)
     assert_log_z(bridged_log_evidence(log_r, log_rbar), case.log_z, abs_tol=0.1, se_max=0.05)
     assert_log_z(lis_log_evidence(log_r), case.log_z, abs_tol=0.1, se_max=0.05)

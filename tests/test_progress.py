@@ -21,6 +21,8 @@ from pymc_evidence import progress
 from pymc_evidence.base import GaussianBase
 from pymc_evidence.compat import get_group
 from pymc_evidence.engines import (
+    KernelSettings,
+    LinkSettings,
     batched_log_densities,
     run_forward_ais,
     run_lis,
@@ -119,18 +121,18 @@ def test_ais_engines_call_back_once_per_stage_and_results_do_not_change(tiny):
 
     def forward(callback):
         rng = np.random.default_rng(3)
-        return run_forward_ais(density, base, betas, 16, rng, n_leapfrog=3, callback=callback)
+        return run_forward_ais(
+            density, base, betas, 16, rng, KernelSettings(n_leapfrog=3), callback=callback
+        )
 
     (w_plain, info_plain), (w_bar, info_bar) = forward(None), forward(lambda *a: calls.append(a))
     assert calls == [(k, 12) for k in range(1, 13)]
     np.testing.assert_array_equal(w_plain, w_bar)
     np.testing.assert_array_equal(info_plain.x, info_bar.x)
     calls.clear()
-    kernel = dict(step_sizes=info_plain.step_sizes, n_leapfrog=3, scale=info_plain.scale)
+    kernel = KernelSettings(step_size=info_plain.step_sizes, n_leapfrog=3, scale=info_plain.scale)
     rev = [
-        run_reverse_ais(
-            density, betas, info_plain.x, np.random.default_rng(4), **kernel, callback=c
-        )
+        run_reverse_ais(density, betas, info_plain.x, np.random.default_rng(4), kernel, callback=c)
         for c in (None, lambda *a: calls.append(a))
     ]
     assert calls == [(k, 12) for k in range(1, 13)]
@@ -146,9 +148,8 @@ def test_lis_engine_calls_back_once_per_chain(tiny):
             [0.0, 0.5, 1.0],
             base.sample(8, np.random.default_rng(5)),
             np.random.default_rng(6),
-            chain_length=3,
-            step_sizes=1.0,
-            n_leapfrog=2,
+            KernelSettings(step_size=1.0, n_leapfrog=2, scale=None),
+            LinkSettings(chain_length=3),
             callback=c,
         )[0]
         for c in (None, lambda *a: calls.append(a))

@@ -17,12 +17,15 @@ from .batched import BatchedDensity, batched_log_densities
 from .hmc import Info, State, hmc_step, init_state, rwm_step
 from .lis import interpolate_step_sizes, run_lis
 from .records import AISInfo, LISInfo, ReverseAISInfo, SMCRunInfo
+from .settings import KernelSettings, LinkSettings
 
 __all__ = [
     "AISInfo",
     "BatchedDensity",
     "Info",
+    "KernelSettings",
     "LISInfo",
+    "LinkSettings",
     "ReverseAISInfo",
     "SMCRunInfo",
     "State",

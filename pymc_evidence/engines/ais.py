@@ -28,6 +28,7 @@ from ..estimators.ladder import validate_ladder
 from ..estimators.logspace import kish_ess, nan_as_zero_weight, weighted_var
 from .hmc import hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
+from .settings import KernelSettings, kernel_scale
 from .smc_kernel import DIVERGING_HALVE
 
 __all__ = [
@@ -39,6 +40,11 @@ __all__ = [
     "run_reverse_ais",
     "sigmoidal_schedule",
 ]
+
+#: The default kernels (frozen, so one instance serves every call): scaled by the base, and
+#: (for reverse runs, which have no base) by the identity.
+_BASE_SCALE = KernelSettings()
+_IDENTITY_SCALE = KernelSettings(scale=None)
 
 
 def linear_schedule(n: int) -> np.ndarray:
@@ -128,11 +134,12 @@ def _increment(state, d_beta) -> np.ndarray:
     return nan_as_zero_weight(inc)
 
 
-def _move(state, beta, density, step_size, n_leapfrog, n_steps, rng, scale):
-    """``n_steps`` HMC steps at ``beta``: the state, the mean acceptance, the diverging share."""
+def _move(state, beta, density, step_size, kernel: KernelSettings, rng, scale):
+    """``kernel.n_steps`` HMC steps at ``beta``: the state, the mean acceptance, the
+    diverging share."""
     acc, div = [], [0.0]
-    for _ in range(int(n_steps)):
-        state, info = hmc_step(state, beta, density, step_size, n_leapfrog, rng, scale=scale)
+    for _ in range(kernel.n_steps):
+        state, info = hmc_step(state, beta, density, step_size, kernel.n_leapfrog, rng, scale=scale)
         acc.append(np.mean(info.acceptance))
         div.append(np.mean(info.diverging))
     return state, float(np.mean(acc)) if acc else np.nan, float(max(div))
@@ -144,13 +151,8 @@ def run_forward_ais(
     betas,
     n_particles: int,
     rng: np.random.Generator,
-    step_size: float = 0.5,
-    n_leapfrog: int = 10,
-    n_steps_per_stage: int = 1,
+    kernel: KernelSettings = _BASE_SCALE,
     *,
-    scale="base",
-    target_accept: float = 0.65,
-    adapt_step_size: bool = True,
     x0: np.ndarray | None = None,
     callback=None,
 ) -> tuple[np.ndarray, AISInfo]:
@@ -166,23 +168,13 @@ def run_forward_ais(
         Schedule from 0 to 1 (see :func:`sigmoidal_schedule`, :func:`geometric_schedule`).
     n_particles : int
     rng : numpy.random.Generator
-    step_size : float or ndarray of shape (K + 1,)
-        Initial HMC step size (in units of ``scale``); an array fixes the step size at each
-        ``beta`` (e.g. from a pilot run) and turns the tuning off.
-    n_leapfrog : int
-        Leapfrog steps per HMC trajectory.
-    n_steps_per_stage : int
-        HMC steps at each intermediate ``beta``.
-    scale : {"base"} or ndarray of shape (d,) or None
-        Diagonal kernel scale; ``"base"`` uses the base's marginal standard deviations
-        (for a prior base, those of the starting particles).
-    target_accept : float
-        Between stages (never inside one) the step size is multiplied by 1.1 when the
-        stage's mean acceptance exceeded this, by 0.9 otherwise; halved after divergences,
-        then capped at 0.8 times the step that diverged (uncapped, the step kept growing
-        into the leapfrog's stability limit: 3.9 % of a regression's trajectories diverged).
-    adapt_step_size : bool
-        Turn that tuning off (constant step size).
+    kernel : KernelSettings
+        The HMC kernel: initial step size (an array fixes it at each ``beta`` and turns the
+        tuning off), leapfrog steps, ``n_steps`` HMC steps at each intermediate ``beta``,
+        the diagonal scale (``"base"``: the base's marginal standard deviations) and the
+        tuning between stages (``target_accept``, ``adapt_step_size``; uncapped after a
+        divergence, the step kept growing into the leapfrog's stability limit: 3.9 % of a
+        regression's trajectories diverged).
     x0 : ndarray, shape (n_particles, d), optional
         Exact draws from the base, instead of ``base.sample`` (e.g. for a prior base).
     callback : callable, optional
@@ -217,8 +209,9 @@ def run_forward_ais(
     betas = validate_ladder(betas, strict=False)
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
-    if isinstance(scale, str):
-        scale = base.scale  # the base's per-coordinate spread (see BaseDensity.scale)
+    scale = kernel_scale(kernel, base)
+    step_size, target_accept = kernel.step_size, kernel.target_accept
+    adapt_step_size = kernel.adapt_step_size
     calls0 = density.n_calls
     state = init_state(x, density)
     log_w = np.zeros(state.x.shape[0])
@@ -246,9 +239,7 @@ def run_forward_ais(
         if fixed:
             eps = float(fixed_steps[t])
         step_sizes[t] = eps
-        state, acceptance[t], diverged = _move(
-            state, betas[t], density, eps, n_leapfrog, n_steps_per_stage, rng, scale
-        )
+        state, acceptance[t], diverged = _move(state, betas[t], density, eps, kernel, rng, scale)
         if adapt_step_size and not fixed and diverged > DIVERGING_HALVE:
             ceiling = 0.8 * eps
             eps = step_sizes[t] = eps / 2  # runs that follow this pilot use the half here
@@ -266,8 +257,8 @@ def run_forward_ais(
         log_weights=log_w,
         x=state.x,
         scale=scale,
-        n_leapfrog=int(n_leapfrog),
-        n_steps_per_stage=int(n_steps_per_stage),
+        n_leapfrog=kernel.n_leapfrog,
+        n_steps_per_stage=kernel.n_steps,
         n_density_calls=density.n_calls - calls0,
     )
     return -log_w, info
@@ -281,8 +272,7 @@ def pilot_schedule(
     rng: np.random.Generator,
     *,
     n_pilot_stages: int | None = None,
-    n_leapfrog: int = 10,
-    scale="base",
+    kernel: KernelSettings = _BASE_SCALE,
     callback=None,
 ) -> tuple[np.ndarray, np.ndarray, AISInfo]:
     """Choose a schedule and per-stage step sizes with a pilot forward run; freeze both.
@@ -292,7 +282,7 @@ def pilot_schedule(
     between stages. Its path variances give :func:`adaptive_schedule`; its step sizes,
     interpolated in ``beta``, become the fixed kernels of the main runs, so that forward and
     reverse runs use exactly the same kernels and no tuning happens inside a run.
-    ``callback`` is the pilot run's (see :func:`run_forward_ais`).
+    ``kernel`` and ``callback`` are the pilot run's (see :func:`run_forward_ais`).
 
     Returns
     -------
@@ -304,8 +294,9 @@ def pilot_schedule(
     """
     m = int(n_pilot_stages) if n_pilot_stages else max(20, int(n_stages) // 4)
     pilot = sigmoidal_schedule(m)
-    kwargs = dict(n_leapfrog=n_leapfrog, scale=scale, x0=x0, callback=callback)
-    _, info = run_forward_ais(density, base, pilot, x0.shape[0], rng, **kwargs)
+    _, info = run_forward_ais(
+        density, base, pilot, x0.shape[0], rng, kernel, x0=x0, callback=callback
+    )
     betas = adaptive_schedule(pilot, info.path_var, n_stages)
     steps = np.interp(betas, pilot[1:-1], info.step_sizes[1:-1])
     steps[0] = steps[-1] = np.nan
@@ -317,11 +308,8 @@ def run_reverse_ais(
     betas,
     x0: np.ndarray,
     rng: np.random.Generator,
-    step_sizes=0.5,
-    n_leapfrog: int = 10,
-    n_steps_per_stage: int = 1,
+    kernel: KernelSettings = _IDENTITY_SCALE,
     *,
-    scale=None,
     callback=None,
 ) -> tuple[np.ndarray, ReverseAISInfo]:
     """Reverse AIS: start at draws from the target and anneal back to the base.
@@ -334,13 +322,10 @@ def run_reverse_ais(
     x0 : ndarray, shape (n, d)
         Exact (or well-mixed) draws from the model's posterior, raveled unconstrained.
     rng : numpy.random.Generator
-    step_sizes : float or ndarray, shape (K + 1,)
-        Step size of the kernel at each ``betas[k]``; pass the forward run's
-        ``info.step_sizes`` so that the kernels are the same in both directions.
-    n_leapfrog, n_steps_per_stage : int
-        As in the forward run.
-    scale : ndarray, shape (d,), optional
-        As in the forward run (its ``info.scale``).
+    kernel : KernelSettings
+        The forward run's kernel with its ``step_size`` at each ``betas[k]`` (its
+        ``info.step_sizes``) and its ``scale`` (its ``info.scale``; there is no base here to
+        take ``"base"`` from), so that the kernels are the same in both directions.
     callback : callable, optional
         Called as ``callback(done, n_stages)`` after each stage (e.g. a progress bar).
 
@@ -356,7 +341,8 @@ def run_reverse_ais(
     """
     betas = validate_ladder(betas, strict=False)
     n_stages = betas.size - 1
-    step_sizes = np.broadcast_to(np.asarray(step_sizes, dtype=float), betas.shape)
+    scale = kernel_scale(kernel)
+    step_sizes = np.broadcast_to(np.asarray(kernel.step_size, dtype=float), betas.shape)
     if np.any(~np.isfinite(step_sizes[1:n_stages])):
         raise ValueError("step_sizes must be finite at every intermediate beta")
     calls0 = density.n_calls
@@ -369,7 +355,7 @@ def run_reverse_ais(
         mean_inc[k + 1] = float(np.mean(inc))
         if k > 0:
             state, acceptance[k], _ = _move(
-                state, betas[k], density, step_sizes[k], n_leapfrog, n_steps_per_stage, rng, scale
+                state, betas[k], density, step_sizes[k], kernel, rng, scale
             )
         if callback is not None:
             callback(n_stages - k, n_stages)

@@ -30,6 +30,7 @@ Step sizes are fixed per distribution (e.g. from an AIS pilot via
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -39,10 +40,9 @@ from ..estimators.lis import lis_log_factors, log_bridge_ratios
 from ..estimators.logspace import kish_ess, nan_as_zero_weight
 from .hmc import State, hmc_step, init_state, rwm_step
 from .records import LISInfo
+from .settings import KernelSettings, LinkSettings, kernel_scale
 
 __all__ = ["interpolate_step_sizes", "run_lis"]
-
-KERNELS = ("hmc", "rwm")
 
 
 def interpolate_step_sizes(pilot_betas, pilot_step_sizes, betas) -> np.ndarray:
@@ -126,21 +126,40 @@ class _Chain:
         return float(np.mean(kish_ess(np.stack(self.lw, axis=1), axis=1)))
 
 
-def _transition(state, beta, eps, cfg, rng):
-    acc = 0.0
-    for _ in range(cfg["n_steps"]):
-        if cfg["kernel"] == "hmc":
+@dataclass(frozen=True)
+class _Plan:
+    """A batch of runs' fixed configuration, in path order (reversed for reverse runs)."""
+
+    density: object
+    kernel: KernelSettings
+    scale: np.ndarray | None
+    betas: np.ndarray  # in betas order
+    direction: str
+    path: np.ndarray
+    lengths: np.ndarray
+    eps: np.ndarray
+    guesses: np.ndarray
+    end_sampler: object
+
+
+def _transition(state, j: int, plan: _Plan, rng):
+    kernel, acc = plan.kernel, 0.0
+    beta, eps = plan.path[j], plan.eps[j]
+    for _ in range(kernel.n_steps):
+        if kernel.kind == "hmc":
             state, info = hmc_step(
-                state, beta, cfg["density"], eps, cfg["n_leapfrog"], rng, scale=cfg["scale"]
+                state, beta, plan.density, eps, kernel.n_leapfrog, rng, scale=plan.scale
             )
         else:
-            state, info = rwm_step(state, beta, cfg["density"], eps, rng, scale=cfg["scale"])
-        acc += info.acceptance.mean() / cfg["n_steps"]
+            state, info = rwm_step(state, beta, plan.density, eps, rng, scale=plan.scale)
+        acc += info.acceptance.mean() / kernel.n_steps
     return state, acc
 
 
-def _grow(link: State, beta, eps, length, chain: _Chain, cfg, rng) -> float:
-    """Plant ``link`` at a uniform position, grow both ways; mean acceptance (nan if K=0)."""
+def _grow(link: State, j: int, chain: _Chain, plan: _Plan, rng) -> float:
+    """Plant ``link`` at a uniform position of chain ``j``, grow both ways; mean acceptance
+    (nan if K = 0)."""
+    length = plan.lengths[j]
     mu = rng.integers(0, length + 1, size=link.x.shape[0])
     chain.observe(link)
     state, acc = link, []
@@ -148,7 +167,7 @@ def _grow(link: State, beta, eps, length, chain: _Chain, cfg, rng) -> float:
         restart = (length - mu) == t  # forward segment (length K - mu) done: go backward
         if t > 0 and np.any(restart):
             state = _where(restart, link, state)
-        state, a = _transition(state, beta, eps, cfg, rng)
+        state, a = _transition(state, j, plan, rng)
         chain.observe(state)
         acc.append(a)
     return float(np.mean(acc)) if acc else np.nan
@@ -164,18 +183,27 @@ def _observe_all(x: np.ndarray, chain: _Chain, density, extra: State | None = No
         chain.observe(_rows(states, n, k))
 
 
-def _settings(betas, chain_length, step_sizes, direction, bridge_guess):
-    betas = validate_ladder(betas)
-    if direction not in ("forward", "reverse"):
-        raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
-    lengths = np.broadcast_to(np.asarray(chain_length), betas.shape).astype(int)
+def _plan(density, betas, kernel: KernelSettings, links: LinkSettings, end_sampler):
+    betas, direction = validate_ladder(betas), links.direction
+    lengths = np.broadcast_to(np.asarray(links.chain_length), betas.shape).astype(int)
     if np.any(lengths < 0):
         raise ValueError("chain_length must be >= 0")
-    eps = np.broadcast_to(np.asarray(step_sizes, dtype=float), betas.shape)
-    guess = np.broadcast_to(np.asarray(bridge_guess, dtype=float), (betas.size - 1,))
+    eps = np.broadcast_to(np.asarray(kernel.step_size, dtype=float), betas.shape)
+    guess = np.broadcast_to(np.asarray(links.log_ratio_guess, dtype=float), (betas.size - 1,))
     order = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
-    return betas, betas[order], lengths[order], eps[order], sign * guess[order]
+    return _Plan(
+        density=density,
+        kernel=kernel,
+        scale=kernel_scale(kernel),
+        betas=betas,
+        direction=direction,
+        path=betas[order],
+        lengths=lengths[order],
+        eps=eps[order],
+        guesses=sign * guess[order],
+        end_sampler=end_sampler,
+    )
 
 
 def _start_x0(x0, n_states: int) -> np.ndarray:
@@ -187,20 +215,20 @@ def _start_x0(x0, n_states: int) -> np.ndarray:
     return x0
 
 
-def _chain(j, link, x0, path, lengths, eps, chain, cfg, end_sampler, rng) -> float:
+def _chain(j: int, link, x0, chain: _Chain, plan: _Plan, rng) -> float:
     """Fill ``chain`` with the states of distribution ``j``; mean acceptance (nan: none)."""
-    density, last = cfg["density"], path.size - 1
+    density, last = plan.density, plan.path.size - 1
     if j == 0 and x0.ndim == 3:
         _observe_all(x0, chain, density)
         return np.nan
     if j == 0:
         link = init_state(x0, density)
-    elif j == last and end_sampler is not None:
+    elif j == last and plan.end_sampler is not None:
         n, d = link.x.shape
-        draws = np.asarray(end_sampler(n * lengths[j], rng), dtype=float)
-        _observe_all(draws.reshape(n, lengths[j], d), chain, density, extra=link)
+        draws = np.asarray(plan.end_sampler(n * plan.lengths[j], rng), dtype=float)
+        _observe_all(draws.reshape(n, plan.lengths[j], d), chain, density, extra=link)
         return np.nan
-    return _grow(link, path[j], eps[j], lengths[j], chain, cfg, rng)
+    return _grow(link, j, chain, plan, rng)
 
 
 def run_lis(
@@ -208,17 +236,10 @@ def run_lis(
     betas,
     x0: np.ndarray,
     rng: np.random.Generator,
+    kernel: KernelSettings,
+    links: LinkSettings,
     *,
-    chain_length,
-    step_sizes,
-    n_leapfrog: int = 10,
-    n_steps: int = 1,
-    scale=None,
-    direction: str = "forward",
-    kernel: str = "hmc",
     end_sampler=None,
-    bridge: str = "geometric",
-    log_ratio_guess=0.0,
     callback=None,
 ) -> tuple[np.ndarray, LISInfo]:
     """Independent linked importance sampling runs, one per particle, in lockstep.
@@ -236,29 +257,18 @@ def run_lis(
         (reverse). One per run is planted in chain 0 and grown with the kernel; ``K + 1`` per
         run are taken as independent draws forming chain 0.
     rng : numpy.random.Generator
-    chain_length : int or array_like of int, shape (n + 1,)
-        ``K``: transitions per chain, so each chain has ``K + 1`` states (index = ``betas``).
-    step_sizes : float or array_like, shape (n + 1,)
-        Kernel step size at each ``betas[k]`` (see :func:`interpolate_step_sizes`); fixed
-        for the whole run. Must be finite where the kernel is used.
-    n_leapfrog : int
-        Leapfrog steps of one HMC trajectory.
-    n_steps : int
-        Kernel steps per transition (a power of a reversible kernel is reversible).
-    scale : ndarray, shape (d,), optional
-        Diagonal kernel scale (HMC inverse mass ``scale**2``; RWM proposal scale).
-    direction : {"forward", "reverse"}
-        Forward runs estimate ``Z``; reverse runs (``x0`` posterior draws, schedule walked
-        from 1 to 0) estimate ``1 / Z``.
-    kernel : {"hmc", "rwm"}
+    kernel : KernelSettings
+        HMC or RWM; its ``step_size`` (a float, or one per ``betas[k]``: see
+        :func:`interpolate_step_sizes`) is fixed for the whole run and must be finite where
+        the kernel is used; ``n_steps`` kernel steps make one transition; ``scale`` is an
+        array or None (no base here to take ``"base"`` from).
+    links : LinkSettings
+        Chain lengths ``K`` (each chain has ``K + 1`` states), the low-level bridge and the
+        direction: forward runs estimate ``Z``; reverse runs (``x0`` posterior draws,
+        schedule walked from 1 to 0) estimate ``1 / Z``.
     end_sampler : callable, optional
         ``end_sampler(m, rng) -> (m, d)`` exact draws of the *last* distribution (the base
         for reverse runs): its chain is then the link plus ``K`` independent draws.
-    bridge : {"geometric", "optimal"}
-        Low-level bridge (:func:`~pymc_evidence.estimators.lis.log_bridge_ratios`).
-    log_ratio_guess : float or array_like, shape (n,)
-        For ``bridge="optimal"``: fixed guesses of ``log(Z_{k+1} / Z_k)`` (``betas`` order,
-        forward sign), e.g. a pilot AIS run's per-stage increments; not from this run.
     callback : callable, optional
         Called as ``callback(done, n + 1)`` after each of the ``n + 1`` chains (e.g. a
         progress bar).
@@ -280,7 +290,7 @@ def run_lis(
     --------
     >>> import numpy as np, pymc as pm
     >>> from pymc_evidence.base import GaussianBase
-    >>> from pymc_evidence.engines import batched_log_densities
+    >>> from pymc_evidence.engines import KernelSettings, LinkSettings, batched_log_densities
     >>> from pymc_evidence.estimators.lis import lis_log_evidence
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0.0, 1.0)
@@ -288,17 +298,15 @@ def run_lis(
     >>> base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
     >>> density = batched_log_densities(model, base)
     >>> rng = np.random.default_rng(0)
+    >>> kernel = KernelSettings(step_size=1.0, n_leapfrog=3, scale=None)
     >>> log_r, info = run_lis(density, [0.0, 0.5, 1.0], base.sample(100, rng), rng,
-    ...                       chain_length=10, step_sizes=1.0, n_leapfrog=3)
+    ...                       kernel, LinkSettings(chain_length=10))
     >>> exact = -0.5 * np.log(2 * np.pi * 2) - 0.25 * 0.5**2
     >>> bool(abs(lis_log_evidence(log_r).log_z - exact) < 0.05)
     True
     """
-    betas, path, lengths, eps, guesses = _settings(
-        betas, chain_length, step_sizes, direction, log_ratio_guess
-    )
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    plan = _plan(density, betas, kernel, links, end_sampler)
+    path, lengths, eps = plan.path, plan.lengths, plan.eps
     x0 = _start_x0(x0, lengths[0] + 1)
     n_links = path.size - 1
     moves = np.ones(n_links + 1, bool)
@@ -306,23 +314,16 @@ def run_lis(
     bad = moves & (lengths > 0) & ~(np.isfinite(eps) & (eps > 0))
     if np.any(bad):
         raise ValueError(f"step_sizes must be finite and positive at betas {path[bad]}")
-    cfg = {
-        "density": density,
-        "kernel": kernel,
-        "n_leapfrog": int(n_leapfrog),
-        "n_steps": int(n_steps),
-        "scale": scale,
-    }
     calls0 = density.n_calls
     bridges = [
-        _bridge(path[j], path[j + 1], bridge, guesses[j], lengths[j], lengths[j + 1])
+        _bridge(path[j], path[j + 1], links.bridge, plan.guesses[j], lengths[j], lengths[j + 1])
         for j in range(n_links)
     ]
     num, den, acc, ess = [], [], np.full(n_links + 1, np.nan), np.full(n_links, np.nan)
     link = None
     for j in range(n_links + 1):
         chain = _Chain((lambda u, b=bridges[j]: b(u)[0]) if j < n_links else None, rng)
-        acc[j] = _chain(j, link, x0, path, lengths, eps, chain, cfg, end_sampler, rng)
+        acc[j] = _chain(j, link, x0, chain, plan, rng)
         u = np.stack(chain.u, axis=1)
         if j > 0:
             den.append(bridges[j - 1](u)[1])
@@ -333,8 +334,7 @@ def run_lis(
         if callback is not None:
             callback(j + 1, n_links + 1)
     log_factors = lis_log_factors(num, den)
-    cfg["n_density_calls"] = density.n_calls - calls0
-    info = _info(log_factors, link, betas, direction, acc, ess, eps, lengths, cfg)
+    info = _info(log_factors, link, plan, acc, ess, density.n_calls - calls0)
     return log_factors.sum(axis=1), info
 
 
@@ -350,8 +350,9 @@ def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
     )
 
 
-def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> LISInfo:
+def _info(log_factors, last, plan: _Plan, acc, ess, n_calls: int) -> LISInfo:
     """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
+    direction, eps, lengths = plan.direction, plan.eps, plan.lengths
     flip = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
     factors = log_factors[:, flip]
@@ -360,7 +361,7 @@ def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> L
     total = np.where(ok, factors, 0.0).sum(axis=0)
     link_log_ratio = np.where(count > 0, sign * total / np.maximum(count, 1), np.nan)
     return LISInfo(
-        betas=betas,
+        betas=plan.betas,
         direction=direction,
         acceptance=acc[flip],
         step_sizes=np.where(np.isfinite(acc[flip]), eps[flip], np.nan),
@@ -370,9 +371,9 @@ def _info(log_factors, last, betas, direction, acc, ess, eps, lengths, cfg) -> L
         x=last.x,
         n_zero_runs=int(np.sum(~np.isfinite(log_factors.sum(axis=1)))),
         chain_length=np.array(lengths[flip]),
-        kernel=cfg["kernel"],
-        n_leapfrog=cfg["n_leapfrog"],
-        n_steps=cfg["n_steps"],
-        scale=cfg["scale"],
-        n_density_calls=cfg["n_density_calls"],
+        kernel=plan.kernel.kind,
+        n_leapfrog=plan.kernel.n_leapfrog,
+        n_steps=plan.kernel.n_steps,
+        scale=plan.scale,
+        n_density_calls=n_calls,
     )

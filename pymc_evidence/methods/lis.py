@@ -11,10 +11,12 @@ standard errors come from the spread over runs.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
 from ..engines.lis import interpolate_step_sizes, run_lis
+from ..engines.settings import KernelSettings, LinkSettings
 from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis_log_evidence
 from ..progress import progress_bar
 from ._nuts import refuse_modes_beyond_chains
@@ -53,7 +55,7 @@ def _estimate(direction, log_r_f, log_r_r):
 
 
 def _kernel(problem, density, options, rng):
-    """The frozen schedule and kernels, from a pilot forward AIS run."""
+    """The frozen schedule, kernel and links, from a pilot forward AIS run."""
     n, n_stages = int(options["n_particles"]), int(options["n_stages"])
     betas, _, pilot = pilot_run(
         problem,
@@ -63,17 +65,12 @@ def _kernel(problem, density, options, rng):
         rng,
         "LIS pilot (AIS)",
         n_pilot_stages=max(40, 2 * n_stages),
-        n_leapfrog=options["n_leapfrog"],
+        kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
     )
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
     steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
-    kernel = dict(
-        chain_length=int(options["chain_length"]),
-        step_sizes=steps,
-        n_leapfrog=options["n_leapfrog"],
-        scale=pilot.scale,
-    )
-    return betas, kernel
+    kernel = KernelSettings(step_size=steps, n_leapfrog=options["n_leapfrog"], scale=pilot.scale)
+    return betas, kernel, LinkSettings(chain_length=int(options["chain_length"]))
 
 
 def _run_lis(problem, label, *args, **kwargs):
@@ -86,15 +83,13 @@ def _links(problem, density, options, rng, start_of):
     """The pilot, then forward and/or reverse LIS runs (reverse from ``start_of()``):
     ``(stage values, log_r_f, info_f, log_r_r)``, None for a direction not run."""
     n, direction = int(options["n_particles"]), options["direction"]
-    betas, kernel = _kernel(problem, density, options, rng)
+    betas, kernel, links = _kernel(problem, density, options, rng)
     stage = {"beta": betas}
     log_r_f = info_f = log_r_r = None
     if direction != "reverse":
-        length = kernel["chain_length"] + 1
+        length = links.chain_length + 1
         x0 = problem.base_draws(n * length, rng).reshape(n, length, problem.space.ndim)
-        log_r_f, info_f = _run_lis(
-            problem, "LIS forward", density, betas, x0, rng, direction="forward", **kernel
-        )
+        log_r_f, info_f = _run_lis(problem, "LIS forward", density, betas, x0, rng, kernel, links)
         stage.update(_link_values("forward", info_f))
     if direction != "forward":
         log_r_r, info_r = _run_lis(
@@ -104,9 +99,9 @@ def _links(problem, density, options, rng, start_of):
             betas,
             start_of().x,
             rng,
-            direction="reverse",
+            kernel,
+            replace(links, direction="reverse"),
             end_sampler=lambda m, r: problem.base_draws(m, r),
-            **kernel,
         )
         stage.update(_link_values("reverse", info_r))
     return stage, log_r_f, info_f, log_r_r

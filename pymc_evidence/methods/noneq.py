@@ -9,6 +9,7 @@ run, so standard errors come from the spread over particles.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from ..engines.ais import (
     run_reverse_ais,
     sigmoidal_schedule,
 )
+from ..engines.settings import KernelSettings
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
 from ._nuts import refuse_modes_beyond_chains
@@ -63,7 +65,13 @@ def _schedule(problem, density, options, rng):
     if schedule == "adaptive":
         n_pilot = max(64, int(options["n_particles"]) // 4)
         betas, steps, _ = pilot_run(
-            problem, density, n_pilot, n_stages, rng, "AIS pilot", n_leapfrog=options["n_leapfrog"]
+            problem,
+            density,
+            n_pilot,
+            n_stages,
+            rng,
+            "AIS pilot",
+            kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
         )
         return betas, steps, schedule
     return _MAKERS[schedule](n_stages), None, schedule
@@ -83,11 +91,11 @@ def _forward(problem, density, options, rng, label="AIS forward"):
     n = int(options["n_particles"])
     betas, steps, schedule_name = _schedule(problem, density, options, rng)
     x0 = problem.base_draws(n, rng)
-    kernel = {"n_leapfrog": int(options["n_leapfrog"]), "x0": x0}
-    kernel.update({} if steps is None else {"step_size": steps})
+    kernel = KernelSettings(n_leapfrog=int(options["n_leapfrog"]))
+    kernel = kernel if steps is None else replace(kernel, step_size=steps)
     with progress_bar(label, len(betas) - 1, enabled=problem.sampling.progressbar) as update:
         work_f, info_f = run_forward_ais(
-            density, problem.base, betas, n, rng, **kernel, callback=update
+            density, problem.base, betas, n, rng, kernel, x0=x0, callback=update
         )
     return betas, schedule_name, work_f, info_f
 
@@ -156,9 +164,11 @@ def _reverse(problem, density, betas, info_f, start, options, rng):
             betas,
             start.x,
             rng,
-            step_sizes=info_f.step_sizes,
-            n_leapfrog=int(options["n_leapfrog"]),
-            scale=info_f.scale,
+            KernelSettings(
+                step_size=info_f.step_sizes,
+                n_leapfrog=int(options["n_leapfrog"]),
+                scale=info_f.scale,
+            ),
             callback=update,
         )
     return -work_r, info_r  # the engine's reverse work is -log w; estimators take physical

@@ -1,0 +1,119 @@
+"""The fixed configuration of the annealing engines, as frozen values built once per run.
+
+:func:`~pymc_evidence.engines.ais.run_forward_ais`, :func:`~.ais.run_reverse_ais`,
+:func:`~.ais.pilot_schedule` and :func:`~.lis.run_lis` take their kernel as one
+:class:`KernelSettings`; LIS adds its links as a :class:`LinkSettings`. Nothing here changes
+during a run: a step size adapted between forward AIS stages is recorded in the run's
+info, never written back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["KERNELS", "KernelSettings", "LinkSettings", "kernel_scale"]
+
+KERNELS = ("hmc", "rwm")
+
+
+@dataclass(frozen=True)
+class KernelSettings:
+    """One Markov kernel along the path, the same at every run and (but for the forward AIS
+    tuning) at every stage.
+
+    Parameters
+    ----------
+    step_size : float or ndarray of shape (K + 1,)
+        Step size in units of ``scale``; an array fixes it at each ``beta`` (e.g. from a
+        pilot run) and turns forward AIS's tuning off.
+    n_leapfrog : int
+        Leapfrog steps per HMC trajectory.
+    n_steps : int
+        Kernel steps per stage (AIS) or per transition (LIS); a power of a reversible
+        kernel is reversible.
+    scale : {"base"} or ndarray of shape (d,) or None
+        Diagonal kernel scale (HMC inverse mass ``scale**2``, RWM proposal scale);
+        ``"base"`` is the base's marginal standard deviations and needs the base (forward
+        AIS and its pilot); None is the identity.
+    kind : {"hmc", "rwm"}
+        HMC with full momentum refresh, or random-walk Metropolis (LIS only).
+    target_accept : float
+        Forward AIS only: between stages (never inside one) the step size is multiplied by
+        1.1 when the stage's mean acceptance exceeded this, by 0.9 otherwise; halved after
+        divergences, then capped at 0.8 times the step that diverged.
+    adapt_step_size : bool
+        Forward AIS only: turn that tuning off (constant step size).
+
+    Examples
+    --------
+    >>> KernelSettings(n_leapfrog=5).n_steps
+    1
+    >>> KernelSettings(kind="nuts")
+    Traceback (most recent call last):
+    ...
+    ValueError: kind must be one of ('hmc', 'rwm'), got 'nuts'
+    """
+
+    step_size: float | np.ndarray = 0.5
+    n_leapfrog: int = 10
+    n_steps: int = 1
+    scale: str | np.ndarray | None = "base"
+    kind: str = "hmc"
+    target_accept: float = 0.65
+    adapt_step_size: bool = True
+
+    def __post_init__(self):
+        if self.kind not in KERNELS:
+            raise ValueError(f"kind must be one of {KERNELS}, got {self.kind!r}")
+        if isinstance(self.scale, str) and self.scale != "base":
+            raise ValueError(f"scale must be 'base', an array or None, got {self.scale!r}")
+        object.__setattr__(self, "n_leapfrog", int(self.n_leapfrog))
+        object.__setattr__(self, "n_steps", int(self.n_steps))
+
+
+def kernel_scale(kernel: KernelSettings, base=None):
+    """The kernel's diagonal scale: ``base.scale`` for ``"base"`` (an error without a base)."""
+    if not isinstance(kernel.scale, str):
+        return kernel.scale
+    if base is None:
+        raise ValueError(
+            "scale='base' needs the base; pass an array (e.g. the forward run's info.scale) or None"
+        )
+    return base.scale  # the base's per-coordinate spread (see BaseDensity.scale)
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """The links of linked importance sampling (:func:`~.lis.run_lis`).
+
+    Parameters
+    ----------
+    chain_length : int or array_like of int, shape (n + 1,)
+        ``K``: transitions per chain, so each chain has ``K + 1`` states (index = ``betas``).
+    bridge : {"geometric", "optimal"}
+        Low-level bridge (:func:`~pymc_evidence.estimators.lis.log_bridge_ratios`).
+    log_ratio_guess : float or array_like, shape (n,)
+        For ``bridge="optimal"``: fixed guesses of ``log(Z_{k+1} / Z_k)`` (``betas`` order,
+        forward sign), e.g. a pilot AIS run's per-stage increments; not from this run.
+    direction : {"forward", "reverse"}
+        Forward runs (from base draws) estimate ``Z``; reverse runs (from posterior draws,
+        the schedule walked from 1 to 0) estimate ``1 / Z``.
+
+    Examples
+    --------
+    >>> LinkSettings(chain_length=10, direction="up")
+    Traceback (most recent call last):
+    ...
+    ValueError: direction must be 'forward' or 'reverse', got 'up'
+    """
+
+    chain_length: int | np.ndarray
+    bridge: str = "geometric"
+    log_ratio_guess: float | np.ndarray = 0.0
+    direction: str = "forward"
+
+    def __post_init__(self):
+        if self.direction not in ("forward", "reverse"):
+            raise ValueError(f"direction must be 'forward' or 'reverse', got {self.direction!r}")
