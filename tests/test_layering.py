@@ -46,6 +46,8 @@ NOT_IN_ESTIMATORS = {"pymc", "pytensor", "xarray", "arviz"}
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+#: The engines take their fixed configuration as frozen values (engines/settings.py)
+MAX_ENGINE_PARAMETERS = 8
 
 
 def _modules():
@@ -210,6 +212,31 @@ def test_function_length(path):
         and (n := _body_lines(node)) > MAX_FUNCTION_LINES
     ]
     assert not long, f"{_rel(path)}: function bodies over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def _n_parameters(node) -> int:
+    args = node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return len(names) - (1 if names[:1] in (["self"], ["cls"]) else 0)
+
+
+ENGINES = [p for p in MODULES if p.parent.name == "engines"]
+
+
+@pytest.mark.parametrize("path", ENGINES, ids=[_rel(p) for p in ENGINES])
+def test_engine_functions_take_few_parameters(path):
+    wide = [
+        f"{node.name} (line {node.lineno}): {n}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and (n := _n_parameters(node)) > MAX_ENGINE_PARAMETERS
+    ]
+    assert not wide, f"{_rel(path)}: more than {MAX_ENGINE_PARAMETERS} parameters: {wide}"
+
+
+def test_parameter_count_sees_every_kind():
+    tree = ast.parse("def f(a, /, b, *args, c, **kw): pass\nclass K:\n    def g(self, x): pass")
+    counts = [_n_parameters(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    assert counts == [3, 1]
 
 
 def _private_imports(source: str) -> list[str]:
