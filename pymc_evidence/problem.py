@@ -15,7 +15,7 @@ process, whatever ran before.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pymc as pm
@@ -73,9 +73,13 @@ def seed_sequence(random_seed) -> np.random.SeedSequence:
     return np.random.SeedSequence(random_seed)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class EvidenceProblem:
     """A model prepared for evidence estimation; build with :meth:`build`.
+
+    Immutable: what is made on first use (the base, the tempering base, the reference NUTS
+    runs) is memoised in one store that every :meth:`for_method` view shares, so a
+    cross-check fits each once.
 
     Attributes
     ----------
@@ -116,13 +120,11 @@ class EvidenceProblem:
     potentials: str | None = None
     base_spec: object = "auto"
     base_kwargs: dict = field(default_factory=dict)
-    _base: object = field(default=None, repr=False)
-    _tempering: object = field(default=None, repr=False)
-    _reference: dict = field(default_factory=dict, repr=False)
-    #: Which method of a cross-check is running: each gets its own ``"method"`` stream.
+    #: The base, the tempering base and the reference NUTS runs, made on first use.
+    _made: dict = field(default_factory=dict, repr=False)
+    #: Which method of a cross-check this view is for: each gets its own ``"method"``
+    #: stream (see :meth:`for_method`).
     method_slot: int = 0
-    #: The NUTS backends the call's runs used (recorded in the results' attributes).
-    nuts_used: set = field(default_factory=set)
     #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`)
     #: or a Gaussian latent integrated (:mod:`~pymc_evidence.transforms.gaussian_latent`).
     summed: SummedOut | GaussianOut | None = None
@@ -183,6 +185,17 @@ class EvidenceProblem:
         """Names of the variables the problem's model has in non-centred form."""
         return tuple(reparam_info(self.model).get("rewritten", {}))
 
+    def for_method(self, slot: int) -> EvidenceProblem:
+        """The view of method ``slot`` of a cross-check: its own ``"method"`` stream, the
+        same memoised base and reference runs."""
+        return replace(self, method_slot=int(slot))
+
+    @property
+    def reference_samplers(self) -> tuple[str, ...]:
+        """The NUTS backend of the reference runs made so far (none: ``()``)."""
+        made = any(isinstance(key, tuple) and key[0] == "reference" for key in self._made)
+        return (self.sampling.sampler,) if made else ()
+
     # -- random streams -------------------------------------------------------------------
     def seed_of(self, stream: str) -> np.random.SeedSequence:
         """The ``SeedSequence`` of a named stream (a fixed child of :attr:`seed`)."""
@@ -205,9 +218,9 @@ class EvidenceProblem:
     @property
     def base(self):
         """The normalized base density, fitted on first use (seeded by stream ``"base"``)."""
-        if self._base is None:
-            self._base = self._resolve_base()
-        return self._base
+        if "base" not in self._made:
+            self._made["base"] = self._resolve_base()
+        return self._made["base"]
 
     @property
     def tempering_base(self):
@@ -223,14 +236,14 @@ class EvidenceProblem:
         with se 0.07 (coverage 0.33); the mixture of the fits, which weighs each mode by
         its evidence, gave both within 0.003 nats (coverage 1.0). ``smc`` keeps the merged
         Gaussian (all its particles move together, the modes in proportion)."""
-        if self._tempering is None:
+        if "tempering" not in self._made:
             base = getattr(self.base, "info", {}).get("unwidened", self.base)
             own = isinstance(self.base_spec, str) and "combine" not in self.base_kwargs
             if own and "merged" in (base.kind, getattr(base, "info", {}).get("base_kind")):
                 mixture = self._resolve_base(combine="mixture")
                 base = getattr(mixture, "info", {}).get("unwidened", mixture)
-            self._tempering = base
-        return self._tempering
+            self._made["tempering"] = base
+        return self._made["tempering"]
 
     def _resolve_base(self, **more):
         if not isinstance(self.base_spec, str):
@@ -318,15 +331,15 @@ class EvidenceProblem:
             if not group_names_safe(posterior) or "posterior" not in group_names(posterior):
                 raise ValueError("posterior= must be sampling results with a 'posterior' group")
             return posterior
-        if target_accept not in self._reference:
-            self.nuts_used.add(self.sampling.sampler)
-            self._reference[target_accept] = run_nuts(
+        key = ("reference", target_accept)
+        if key not in self._made:
+            self._made[key] = run_nuts(
                 self.model,
                 self.sampling,
                 random_seed=self.int_seed("nuts"),
                 target_accept=target_accept,
             )
-        return self._reference[target_accept]
+        return self._made[key]
 
     def unconstrained(self, posterior) -> np.ndarray:
         """Raveled unconstrained draws ``(chain, draw, d)`` of a ``posterior`` group."""

@@ -77,9 +77,14 @@ def test_streams_are_fixed_children_of_the_seed():
     assert again.int_seed("nuts") == problem.int_seed("nuts")
     assert seed_sequence(np.random.SeedSequence(5)).entropy == 5
     # each method of a cross-check draws its own "method" stream; other streams are shared
-    again.method_slot = 1
-    assert again.rng("method").random() != draws["method"]
-    assert again.rng("base").random() == draws["base"]
+    view = again.for_method(1)
+    assert view.rng("method").random() != draws["method"]
+    assert view.rng("base").random() == draws["base"]
+    assert again.for_method(0).rng("method").random() == draws["method"]
+    # the views share what is made on first use, and the problem cannot be changed
+    assert view.base is again.base
+    with pytest.raises(AttributeError):
+        again.method_slot = 1
 
 
 def test_sampling_args_are_checked():

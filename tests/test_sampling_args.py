@@ -158,3 +158,16 @@ def test_nutpie_backend(method):
     idata = _quiet(pme.sample_evidence, case.model, method, nuts_sampler="nutpie", **SMALL, **extra)
     assert get_group(idata, "log_evidence").attrs["nuts_sampler"] == "nutpie"
     assert_log_z(pme.log_evidence(idata), case.log_z, abs_tol=0.1)
+
+
+def test_nuts_attributes_name_the_runs_that_were_made():
+    """``nuts_sampler``, ``draws``, ``tune`` and ``chains`` are recorded where a NUTS run was
+    made (the problem's reference run, or a method's own), and only there."""
+    case = conjugate_regression(n=20, d=2, seed=3)
+    alone = _quiet(
+        pme.sample_evidence, case.model, "smc", n_particles=128, random_seed=3, progressbar=False
+    )
+    assert not {"nuts_sampler", "draws"} & set(get_group(alone, "log_evidence").attrs)
+    both = _quiet(pme.sample_evidence, case.model, ["smc", "bridge"], n_particles=128, **SMALL)
+    attrs = get_group(both, "log_evidence").attrs
+    assert attrs["nuts_sampler"] == "pymc" and attrs["draws"] == 200 and attrs["chains"] == 2

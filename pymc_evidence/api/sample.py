@@ -276,10 +276,9 @@ def sample_evidence(
                 spec.ready(problem, options)  # refusals before any method samples
         results = []
         for slot, (spec, options) in enumerate(zip(specs, per_method, strict=True)):
-            problem.method_slot = slot  # independent random numbers for each method
-            result = spec.run(problem, options)
+            result = spec.run(problem.for_method(slot), options)  # independent random numbers
             results.append(replace(result, estimate=with_se_floor(result.estimate)))
-    attrs = _call_attrs(problem)
+    attrs = _call_attrs(problem, results)
     used = backend_used(problem.model, backend)
     if used:
         attrs["backend"] = used
@@ -345,18 +344,19 @@ def _problem(model, random_seed, sampling, per_method) -> EvidenceProblem:
     )
 
 
-def _call_attrs(problem) -> dict:
+def _call_attrs(problem, results) -> dict:
     """The call's settings for the ``log_evidence`` group's attributes."""
     sampling = problem.sampling
+    nuts = set(problem.reference_samplers).union(*(r.nuts for r in results))
     attrs = {
         "random_seed_entropy": str(problem.seed.entropy),
         "reparametrized": ",".join(problem.reparametrized),
         "integrated": ",".join(problem.integrated),
     }
-    if problem.nuts_used:
+    if nuts:
         attrs.update(draws=int(sampling.draws), tune=int(sampling.tune))
         attrs.update(chains=int(sampling.chains))
-        attrs["nuts_sampler"] = ",".join(sorted(problem.nuts_used))
+        attrs["nuts_sampler"] = ",".join(sorted(nuts))
     return attrs
 
 

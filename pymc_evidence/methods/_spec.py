@@ -40,12 +40,16 @@ class MethodResult:
         ``extra_dims``.
     attrs : dict
         The method's settings, stored as attributes of the ``log_evidence`` group.
+    nuts : tuple of str
+        The NUTS backends of the method's own runs (the problem's reference runs are
+        counted by the problem: :attr:`~pymc_evidence.problem.EvidenceProblem.reference_samplers`).
     """
 
     estimate: EvidenceEstimate
     groups: dict
     layout: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
+    nuts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

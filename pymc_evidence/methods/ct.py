@@ -72,7 +72,6 @@ class _JointSampler:
         # the adaptation rounds, where nutpie compiles the extended model for every round
         # (measured on a 5-d regression: 12 s with PyMC's, 21-30 s with nutpie).
         self.sampler = problem.sampling.nuts_sampler or "pymc"
-        problem.nuts_used.add(self.sampler)
         self.ext = continuous_tempering(
             self.base,
             model=problem.model,
@@ -116,8 +115,7 @@ class _GibbsSampler:
 
     def __init__(self, problem, options):
         self.problem, self.base = problem, problem.tempering_base
-        sampling = problem.sampling
-        problem.nuts_used.add("pymc")
+        sampling, self.sampler = problem.sampling, "pymc"
         self.step = GibbsContinuousTempering(
             base=self.base,
             model=problem.model,
@@ -189,7 +187,8 @@ def _run(problem, options, form) -> MethodResult:
         diagnostics=moment_diagnostics(problem.space, base, raw),
         settings={"base_kind": base.kind, "base_initial_kind": initial_kind},
     )
-    return MethodResult(with_base_weights_se(est, base), groups, layout, attrs)
+    est = with_base_weights_se(est, base)
+    return MethodResult(est, groups, layout, attrs, nuts=(sampler.sampler,))
 
 
 def _check(options):

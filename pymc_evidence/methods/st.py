@@ -77,7 +77,6 @@ def _sample(problem, options: dict, draws=None):
 def run(problem, options: dict) -> MethodResult:
     """:func:`_sample`, once more with more draws where a chain made fewer than
     :data:`ROUND_TRIPS_MIN` round trips over the ladder (:func:`more_draws`)."""
-    problem.nuts_used.add("pymc")
     parts = _sample(problem, options)
     trips = parts[0].diagnostics.get("min_round_trips", np.inf)
     draws = more_draws(trips, int(problem.sampling.draws))
@@ -86,7 +85,8 @@ def run(problem, options: dict) -> MethodResult:
         diagnostics = {**est.diagnostics, "first_run_min_round_trips": float(trips)}
         parts = (replace(est, diagnostics=diagnostics), *rest)
     est, groups, layout, attrs = parts
-    return MethodResult(with_base_weights_se(est, problem.tempering_base), groups, layout, attrs)
+    est = with_base_weights_se(est, problem.tempering_base)
+    return MethodResult(est, groups, layout, attrs, nuts=("pymc",))
 
 
 SPEC = MethodSpec(
