@@ -11,6 +11,7 @@ from pymc_evidence.base import GaussianBase
 from pymc_evidence.base._compile import use_backend
 from pymc_evidence.base.space import model_space
 from pymc_evidence.engines import (
+    Counts,
     KernelSettings,
     batched_log_densities,
     hmc_step,
@@ -212,16 +213,24 @@ def test_adaptive_schedule_needs_finite_variances():
         adaptive_schedule(np.linspace(0, 1, 5), np.full(5, np.nan), 4)
 
 
-def test_density_counts_nonfinite_points():
-    """The batched density counts points whose log density is not finite (divergences)."""
+def test_steps_and_runs_return_what_they_met():
+    """Non-finite points and diverging trajectories flow as values: from each step's
+    ``info.counts`` to the run's record, with nothing counted on the shared density."""
     with pm.Model() as model:
         pm.Normal("mu", 0.0, 1.0)
     base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
     density = batched_log_densities(model, base)
-    since = density.counts()
-    density(np.array([[0.0], [1e200], [1.0], [2.0]]))  # 1e200 ** 2 overflows: -inf
-    assert density.nonfinite_fraction(since) == 0.25
-    assert density.nonfinite_fraction(density.counts()) == 0.0
+    state = init_state(np.array([[0.0], [1e200], [1.0], [2.0]]), density)  # 1e200**2: -inf
+    assert Counts.of_state(state) == Counts(n_points=4, n_nonfinite=1)
+    rng = np.random.default_rng(0)
+    state = init_state(rng.normal(size=(50, 1)), density)
+    _, info = hmc_step(state, 1.0, density, 50.0, 3, rng)  # a step far too large
+    assert info.counts.n_points == 150 and info.counts.n_trajectories == 50
+    assert info.counts.n_diverging == int(np.sum(info.diverging)) > 0
+    _, run = run_forward_ais(density, base, sigmoidal_schedule(5), 50, rng)
+    assert run.counts.n_points == 50 + 4 * 50 * 10  # the start, four stages of 10 leapfrogs
+    assert run.counts.n_trajectories == 4 * 50
+    assert not hasattr(density, "n_diverging") and not hasattr(density, "counts")
 
 
 @pytest.mark.parametrize("kind", ["full", "mixture"])

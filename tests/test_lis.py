@@ -161,10 +161,6 @@ class Gauss1D:
         log_q = -0.5 * np.log(2 * np.pi) - 0.5 * x**2
         return log_f, log_q, (-z / S_F)[:, None], -x[:, None]
 
-    def record_trajectories(self, diverging):
-        """The kernels report their divergences here (none expected on this path)."""
-        assert not np.any(diverging)
-
 
 def _reverse(settings):
     """The same kernel and links, walked from the posterior back to the base."""

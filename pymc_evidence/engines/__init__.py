@@ -14,6 +14,7 @@ from .ais import (
     sigmoidal_schedule,
 )
 from .batched import BatchedDensity, batched_log_densities
+from .counts import Counts
 from .hmc import Info, State, hmc_step, init_state, rwm_step
 from .lis import interpolate_step_sizes, run_lis
 from .records import AISInfo, LISInfo, ReverseAISInfo, SMCRunInfo
@@ -22,6 +23,7 @@ from .settings import KernelSettings, LinkSettings
 __all__ = [
     "AISInfo",
     "BatchedDensity",
+    "Counts",
     "Info",
     "KernelSettings",
     "LISInfo",

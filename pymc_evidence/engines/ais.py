@@ -26,6 +26,7 @@ import numpy as np
 
 from ..estimators.ladder import validate_ladder
 from ..estimators.logspace import kish_ess, nan_as_zero_weight, weighted_var
+from .counts import Counts
 from .hmc import hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
 from .settings import KernelSettings, kernel_scale
@@ -136,13 +137,34 @@ def _increment(state, d_beta) -> np.ndarray:
 
 def _move(state, beta, density, step_size, kernel: KernelSettings, rng, scale):
     """``kernel.n_steps`` HMC steps at ``beta``: the state, the mean acceptance, the
-    diverging share."""
-    acc, div = [], [0.0]
+    diverging share, the steps' counts."""
+    acc, div, met = [], [0.0], Counts()
     for _ in range(kernel.n_steps):
         state, info = hmc_step(state, beta, density, step_size, kernel.n_leapfrog, rng, scale=scale)
         acc.append(np.mean(info.acceptance))
         div.append(np.mean(info.diverging))
-    return state, float(np.mean(acc)) if acc else np.nan, float(max(div))
+        met = met + info.counts
+    return state, float(np.mean(acc)) if acc else np.nan, float(max(div)), met
+
+
+def _fixed_steps(kernel: KernelSettings, betas: np.ndarray) -> np.ndarray | None:
+    """The step size at each ``beta`` of a kernel that fixes them (None: tuned)."""
+    if np.ndim(kernel.step_size) == 0:
+        return None
+    steps = np.broadcast_to(np.asarray(kernel.step_size, dtype=float), betas.shape)
+    if np.any(~np.isfinite(steps[1:-1])):
+        raise ValueError("step_size must be finite at every intermediate beta")
+    return steps
+
+
+def _tuned(eps: float, ceiling: float, acceptance: float, diverged: float, kernel):
+    """After a stage at step ``eps``: the next stage's step, the ceiling, and the step to
+    record for this stage (halved after divergences: runs that follow a pilot use the half
+    there; the ceiling is then 0.8 times the step that diverged)."""
+    if diverged > DIVERGING_HALVE:
+        return eps / 2, 0.8 * eps, eps / 2
+    grown = eps * (1.1 if acceptance > kernel.target_accept else 0.9)
+    return min(grown, ceiling), ceiling, eps
 
 
 def run_forward_ais(
@@ -210,21 +232,16 @@ def run_forward_ais(
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
     scale = kernel_scale(kernel, base)
-    step_size, target_accept = kernel.step_size, kernel.target_accept
-    adapt_step_size = kernel.adapt_step_size
     calls0 = density.n_calls
     state = init_state(x, density)
+    met = Counts.of_state(state)
     log_w = np.zeros(state.x.shape[0])
     nan = np.full(n_stages + 1, np.nan)
     acceptance, step_sizes, mean_inc, ess, path_var = (nan.copy() for _ in range(5))
     ess[0] = state.x.shape[0]
-    fixed = np.ndim(step_size) > 0
-    if fixed:
-        fixed_steps = np.broadcast_to(np.asarray(step_size, dtype=float), betas.shape)
-        if np.any(~np.isfinite(fixed_steps[1:n_stages])):
-            raise ValueError("step_size must be finite at every intermediate beta")
-    eps = np.nan if fixed else float(step_size)
-    ceiling = np.inf  # below a step that diverged (see target_accept)
+    fixed = _fixed_steps(kernel, betas)
+    eps = np.nan if fixed is not None else float(kernel.step_size)
+    ceiling = np.inf  # below a step that diverged (see KernelSettings.target_accept)
     for t in range(1, n_stages + 1):
         with np.errstate(invalid="ignore"):
             path_var[t - 1] = weighted_var(state.log_f - state.log_q, log_w)
@@ -236,15 +253,14 @@ def run_forward_ais(
             callback(t, n_stages)
         if t == n_stages:
             break
-        if fixed:
-            eps = float(fixed_steps[t])
+        eps = eps if fixed is None else float(fixed[t])
         step_sizes[t] = eps
-        state, acceptance[t], diverged = _move(state, betas[t], density, eps, kernel, rng, scale)
-        if adapt_step_size and not fixed and diverged > DIVERGING_HALVE:
-            ceiling = 0.8 * eps
-            eps = step_sizes[t] = eps / 2  # runs that follow this pilot use the half here
-        elif adapt_step_size and not fixed:
-            eps = min(eps * (1.1 if acceptance[t] > target_accept else 0.9), ceiling)
+        state, acceptance[t], diverged, step_met = _move(
+            state, betas[t], density, eps, kernel, rng, scale
+        )
+        met = met + step_met
+        if fixed is None and kernel.adapt_step_size:
+            eps, ceiling, step_sizes[t] = _tuned(eps, ceiling, acceptance[t], diverged, kernel)
     with np.errstate(invalid="ignore"):
         path_var[n_stages] = weighted_var(state.log_f - state.log_q, log_w)
     info = AISInfo(
@@ -260,6 +276,7 @@ def run_forward_ais(
         n_leapfrog=kernel.n_leapfrog,
         n_steps_per_stage=kernel.n_steps,
         n_density_calls=density.n_calls - calls0,
+        counts=met,
     )
     return -log_w, info
 
@@ -347,6 +364,7 @@ def run_reverse_ais(
         raise ValueError("step_sizes must be finite at every intermediate beta")
     calls0 = density.n_calls
     state = init_state(x0, density)
+    met = Counts.of_state(state)
     log_w = np.zeros(state.x.shape[0])
     acceptance, mean_inc = np.full(n_stages + 1, np.nan), np.full(n_stages + 1, np.nan)
     for k in range(n_stages - 1, -1, -1):
@@ -354,9 +372,10 @@ def run_reverse_ais(
         log_w = log_w + inc
         mean_inc[k + 1] = float(np.mean(inc))
         if k > 0:
-            state, acceptance[k], _ = _move(
+            state, acceptance[k], _, step_met = _move(
                 state, betas[k], density, step_sizes[k], kernel, rng, scale
             )
+            met = met + step_met
         if callback is not None:
             callback(n_stages - k, n_stages)
     info = ReverseAISInfo(
@@ -367,5 +386,6 @@ def run_reverse_ais(
         log_weights=log_w,
         x=state.x,
         n_density_calls=density.n_calls - calls0,
+        counts=met,
     )
     return -log_w, info

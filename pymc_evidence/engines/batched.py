@@ -22,7 +22,6 @@ combination, for a scalar or a per-particle ``beta``, without recompiling.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -41,10 +40,8 @@ from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 __all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-#: Guards the counters of every density (SMC runs on JAX run in threads of one process).
+#: Guards the call counter of every density (SMC runs on JAX run in threads of one process).
 _COUNTS_LOCK = threading.Lock()
-#: This thread's evaluations are not counted (:meth:`BatchedDensity.not_counted`).
-_NOT_COUNTED = threading.local()
 
 
 @dataclass(eq=False)
@@ -64,13 +61,9 @@ class BatchedDensity:
         True when one compiled function evaluates all rows; False when it loops over rows
         with a single-point function (the fallback).
     n_calls : int
-        Number of batch evaluations so far (a cost counter for the engines).
-    n_points, n_nonfinite : int
-        Points evaluated so far, and how many of them had a non-finite ``log f`` or
-        ``log q`` (see :meth:`nonfinite_fraction`).
-    n_trajectories, n_diverging : int
-        HMC trajectories run on this density so far, and how many diverged (energy error
-        above 1000 or non-finite; see :meth:`diverging_fraction`).
+        Number of batch evaluations so far (a cost counter for the engines). What the
+        kernels met (non-finite points, diverging trajectories) is not counted here but
+        returned by each step (:class:`~pymc_evidence.engines.counts.Counts`).
     """
 
     space: ModelSpace
@@ -78,10 +71,6 @@ class BatchedDensity:
     vectorized: bool
     _fn: object = field(repr=False)
     n_calls: int = 0
-    n_points: int = 0
-    n_nonfinite: int = 0
-    n_trajectories: int = 0
-    n_diverging: int = 0
     _fused: object = field(default=None, repr=False)
 
     @property
@@ -118,7 +107,6 @@ class BatchedDensity:
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         if x.shape[1] != self.ndim:
             raise ValueError(f"particles have dimension {x.shape[1]}, the model {self.ndim}")
-        counted = not getattr(_NOT_COUNTED, "on", False)
         with _COUNTS_LOCK:
             self.n_calls += 1
         if isinstance(self._fn, BatchedLogp):  # log f compiled, log q in closed form
@@ -130,13 +118,7 @@ class BatchedDensity:
         else:
             rows = [self._fn(row) for row in x]
             out = [np.stack([np.asarray(r[k]) for r in rows]) for k in range(4)]
-        out = tuple(np.asarray(o, dtype=np.float64) for o in out)
-        nonfinite = int(np.sum(~(np.isfinite(out[0]) & np.isfinite(out[1]))))
-        if counted:
-            with _COUNTS_LOCK:  # runs in threads share this density
-                self.n_points += x.shape[0]
-                self.n_nonfinite += nonfinite
-        return out
+        return tuple(np.asarray(o, dtype=np.float64) for o in out)
 
     def fused_trajectory(self, n: int):
         """The fused jax trajectory of :mod:`~pymc_evidence.engines.leapfrog` for ``n``
@@ -152,62 +134,13 @@ class BatchedDensity:
         if self._fused is None:
             with _COUNTS_LOCK:  # runs in threads: one builds it
                 if self._fused is None:
-                    self._fused = fused_trajectory(rows, self.base, self.record_evaluations)
+                    self._fused = fused_trajectory(rows, self.base, self.record_calls)
         return self._fused
 
-    def record_evaluations(self, n_calls: int, n_points: int, n_nonfinite: int) -> None:
-        """Count evaluations made outside :meth:`__call__` (a fused trajectory)."""
-        counted = not getattr(_NOT_COUNTED, "on", False)
+    def record_calls(self, n_calls: int) -> None:
+        """Count calls made outside :meth:`__call__` (a fused trajectory's steps)."""
         with _COUNTS_LOCK:
             self.n_calls += n_calls
-            if counted:
-                self.n_points += n_points
-                self.n_nonfinite += n_nonfinite
-
-    def counts(self) -> tuple[int, int, int, int]:
-        """The counters so far; pass to :meth:`nonfinite_fraction` or
-        :meth:`diverging_fraction` later to count what came after."""
-        return self.n_nonfinite, self.n_points, self.n_diverging, self.n_trajectories
-
-    def add_counts(self, delta) -> None:
-        """Add counters gathered elsewhere (a copy of this density in a worker process):
-        ``delta`` is the difference of two :meth:`counts` there."""
-        self.n_nonfinite += int(delta[0])
-        self.n_points += int(delta[1])
-        self.n_diverging += int(delta[2])
-        self.n_trajectories += int(delta[3])
-
-    def record_trajectories(self, diverging: np.ndarray) -> None:
-        """Count HMC trajectories and their divergences (called by the kernels)."""
-        if getattr(_NOT_COUNTED, "on", False):
-            return
-        with _COUNTS_LOCK:
-            self.n_trajectories += int(np.size(diverging))
-            self.n_diverging += int(np.sum(diverging))
-
-    @staticmethod
-    @contextlib.contextmanager
-    def not_counted():
-        """Inside the block, this thread's evaluated points and trajectories leave every
-        density's counters as they are (trial moves that are not part of a run; their
-        calls still count in ``n_calls``, as cost)."""
-        _NOT_COUNTED.on = True
-        try:
-            yield
-        finally:
-            _NOT_COUNTED.on = False
-
-    def diverging_fraction(self, since=(0, 0, 0, 0)) -> float:
-        """Share of the HMC trajectories run after ``since`` (from :meth:`counts`) that
-        diverged; 0 when none were run."""
-        n = self.n_trajectories - since[3]
-        return (self.n_diverging - since[2]) / n if n else 0.0
-
-    def nonfinite_fraction(self, since=(0, 0, 0, 0)) -> float:
-        """Share of the points evaluated after ``since`` (from :meth:`counts`) whose log
-        density was not finite; 0 when none were evaluated."""
-        n = self.n_points - since[1]
-        return (self.n_nonfinite - since[0]) / n if n else 0.0
 
     def log_path(self, x: np.ndarray, beta) -> np.ndarray:
         """``beta * log f + (1 - beta) * log q`` at each row of ``x`` (``beta`` scalar or (n,))."""

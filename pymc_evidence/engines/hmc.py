@@ -7,7 +7,7 @@ same kernel sequence run backwards is the time reversal that reverse AIS needs.
 
 Non-finite rule: a proposal whose path log density or energy is not finite (``nan``,
 ``-inf``) is rejected; the particle stays where it was. Rejections of this kind are counted
-in :attr:`Info.diverging`.
+in :attr:`Info.diverging`, and every step returns what it met as :attr:`Info.counts`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .counts import Counts
 from .leapfrog import leapfrogs, path_grad
 
 __all__ = ["Info", "State", "hmc_step", "init_state", "rwm_step"]
@@ -61,12 +62,16 @@ class Info:
     diverging : ndarray of bool, shape (n,)
         Trajectories whose end point's log density or energy was not finite, or whose
         energy error exceeded :data:`DIVERGENCE_ENERGY` (as PyMC's NUTS counts them).
+    counts : Counts
+        The points the step evaluated (every leapfrog step's, or the RWM proposals) and
+        their non-finite ones; for HMC also its trajectories and the diverging ones.
     """
 
     acceptance: np.ndarray
     accepted: np.ndarray
     energy_change: np.ndarray
     diverging: np.ndarray
+    counts: Counts = Counts()
 
 
 def init_state(x: np.ndarray, density) -> State:
@@ -90,8 +95,9 @@ def _column(value, n):
 DIVERGENCE_ENERGY = 1000.0
 
 
-def _metropolis(current: State, proposal: State, log_alpha, rng) -> tuple[State, Info]:
-    """Accept ``proposal`` row-wise with probability ``min(1, exp(log_alpha))``."""
+def _metropolis(current: State, proposal: State, log_alpha, rng, counts) -> tuple[State, Info]:
+    """Accept ``proposal`` row-wise with probability ``min(1, exp(log_alpha))``; ``counts``:
+    the points evaluated on the way (``trajectories``: the step is HMC)."""
     with np.errstate(invalid="ignore"):
         diverging = ~np.isfinite(log_alpha) | (log_alpha < -DIVERGENCE_ENERGY)
     log_alpha = np.where(diverging, -np.inf, log_alpha)
@@ -106,7 +112,9 @@ def _metropolis(current: State, proposal: State, log_alpha, rng) -> tuple[State,
         grad_f=np.where(rows, proposal.grad_f, current.grad_f),
         grad_q=np.where(rows, proposal.grad_q, current.grad_q),
     )
-    info = Info(acceptance, accepted, np.where(diverging, np.inf, -log_alpha), diverging)
+    if counts.n_trajectories:
+        counts = counts + Counts(n_diverging=int(np.sum(diverging)))
+    info = Info(acceptance, accepted, np.where(diverging, np.inf, -log_alpha), diverging, counts)
     return state, info
 
 
@@ -166,8 +174,8 @@ def hmc_step(
     >>> rng = np.random.default_rng(0)
     >>> state = init_state(rng.normal(size=(100, 1)), density)
     >>> state, info = hmc_step(state, 1.0, density, 0.5, 5, rng)
-    >>> info.acceptance.shape
-    (100,)
+    >>> info.acceptance.shape, info.counts.n_points, info.counts.n_trajectories
+    ((100,), 500, 100)
     """
     n, d = state.x.shape
     eps = _column(step_size, n)
@@ -179,13 +187,11 @@ def hmc_step(
     with np.errstate(invalid="ignore", over="ignore"):
         h0 = -state.log_path(beta) + 0.5 * np.sum(p0**2, 1)
         p = p0 + 0.5 * eps * s * state.grad_path(beta)
-        x, p, values = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog), rows)
+        x, p, values, met = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog), rows)
         proposal = State(x, *values)
         h1 = -proposal.log_path(beta) + 0.5 * np.sum(p**2, 1)
         log_alpha = h0 - h1
-    state, info = _metropolis(state, proposal, log_alpha, rng)
-    density.record_trajectories(info.diverging)
-    return state, info
+    return _metropolis(state, proposal, log_alpha, rng, met + Counts(n_trajectories=n))
 
 
 def rwm_step(
@@ -222,4 +228,4 @@ def rwm_step(
     proposal = init_state(x, density)
     with np.errstate(invalid="ignore"):
         log_alpha = proposal.log_path(beta) - state.log_path(beta)
-    return _metropolis(state, proposal, log_alpha, rng)
+    return _metropolis(state, proposal, log_alpha, rng, Counts.of_state(proposal))

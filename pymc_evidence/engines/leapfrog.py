@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.jax_rows import pad_rows, padded_size
+from .counts import Counts
 
 __all__ = [
     "FUSED_MIN_ROWS",
@@ -94,6 +95,8 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
         The end point, ``p`` after the last half step.
     values : tuple
         ``(log_f, log_q, grad_f, grad_q)`` at the end point.
+    counts : Counts
+        The points evaluated (``n * n_leapfrog``) and the non-finite ones among them.
     """
     fused = getattr(density, "fused_trajectory", None)
     n = x.shape[0]
@@ -103,15 +106,17 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
     run = fused(rows) if fused is not None else None
     if run is not None:
         return run(x, p, beta, eps_s, n_leapfrog, rows)
+    met = Counts()
     for i in range(int(n_leapfrog)):
         x = x + eps_s * p
         values = density(x)
+        met = met + Counts.of_values(values[0], values[1])
         grad = path_grad(values[2], values[3], beta)
         p = p + (0.5 if i == n_leapfrog - 1 else 1.0) * eps_s * grad
-    return x, p, values
+    return x, p, values, met
 
 
-def fused_trajectory(rows, base, record):
+def fused_trajectory(rows, base, count_calls):
     """A function running every leapfrog step of a trajectory in one jitted jax call.
 
     Parameters
@@ -120,16 +125,15 @@ def fused_trajectory(rows, base, record):
         The model's ``(log f, grad log f)`` on JAX.
     base : BaseDensity
         A base with ``jax_logp_grad()`` (Gaussian and mixture bases).
-    record : callable
-        ``record(n_calls, n_points, n_nonfinite)``: the density's counters, told what the
-        trajectory evaluated.
+    count_calls : callable
+        ``count_calls(n)``: the density's cost counter, told the trajectory's ``n`` calls.
 
     Returns
     -------
     callable
         ``run(x, p, beta, eps_s, n_leapfrog, at_least=None) -> (x, p, (log_f, log_q,
-        grad_f, grad_q))``, the results of the numpy path of :func:`leapfrogs`, padded to
-        at least ``at_least`` rows.
+        grad_f, grad_q), counts)``, the results of the numpy path of :func:`leapfrogs`,
+        padded to at least ``at_least`` rows.
 
     Notes
     -----
@@ -150,8 +154,9 @@ def fused_trajectory(rows, base, record):
         args = [pad_rows(np.ascontiguousarray(a), size) for a in (x, p, beta, eps_s)]
         out = jitted(*args, int(n_leapfrog), n, base_params, *rows.shared_values())
         x, p, *values = (np.asarray(o, dtype=np.float64)[:n] for o in out[:6])
-        record(int(n_leapfrog), n * int(n_leapfrog), int(out[6]))
-        return x, p, tuple(values)
+        count_calls(int(n_leapfrog))
+        met = Counts(n_points=n * int(n_leapfrog), n_nonfinite=int(out[6]))
+        return x, p, tuple(values), met
 
     return run
 

@@ -38,6 +38,7 @@ import numpy as np
 from ..estimators.ladder import validate_ladder
 from ..estimators.lis import lis_log_factors, log_bridge_ratios
 from ..estimators.logspace import kish_ess, nan_as_zero_weight
+from .counts import Counts
 from .hmc import State, hmc_step, init_state, rwm_step
 from .records import LISInfo
 from .settings import KernelSettings, LinkSettings, kernel_scale
@@ -143,7 +144,8 @@ class _Plan:
 
 
 def _transition(state, j: int, plan: _Plan, rng):
-    kernel, acc = plan.kernel, 0.0
+    """One transition of chain ``j``: the state, its mean acceptance, its counts."""
+    kernel, acc, met = plan.kernel, 0.0, Counts()
     beta, eps = plan.path[j], plan.eps[j]
     for _ in range(kernel.n_steps):
         if kernel.kind == "hmc":
@@ -153,34 +155,38 @@ def _transition(state, j: int, plan: _Plan, rng):
         else:
             state, info = rwm_step(state, beta, plan.density, eps, rng, scale=plan.scale)
         acc += info.acceptance.mean() / kernel.n_steps
-    return state, acc
+        met = met + info.counts
+    return state, acc, met
 
 
-def _grow(link: State, j: int, chain: _Chain, plan: _Plan, rng) -> float:
+def _grow(link: State, j: int, chain: _Chain, plan: _Plan, rng) -> tuple[float, Counts]:
     """Plant ``link`` at a uniform position of chain ``j``, grow both ways; mean acceptance
-    (nan if K = 0)."""
+    (nan if K = 0) and the transitions' counts."""
     length = plan.lengths[j]
     mu = rng.integers(0, length + 1, size=link.x.shape[0])
     chain.observe(link)
-    state, acc = link, []
+    state, acc, met = link, [], Counts()
     for t in range(length):
         restart = (length - mu) == t  # forward segment (length K - mu) done: go backward
         if t > 0 and np.any(restart):
             state = _where(restart, link, state)
-        state, a = _transition(state, j, plan, rng)
+        state, a, step_met = _transition(state, j, plan, rng)
         chain.observe(state)
         acc.append(a)
-    return float(np.mean(acc)) if acc else np.nan
+        met = met + step_met
+    return (float(np.mean(acc)) if acc else np.nan), met
 
 
-def _observe_all(x: np.ndarray, chain: _Chain, density, extra: State | None = None):
-    """Independent draws ``x`` of shape (run, m, d) (plus an optional link) into ``chain``."""
+def _observe_all(x: np.ndarray, chain: _Chain, density, extra: State | None = None) -> Counts:
+    """Independent draws ``x`` of shape (run, m, d) (plus an optional link) into ``chain``;
+    the counts of their evaluation."""
     n, m, d = x.shape
     states = init_state(x.reshape(n * m, d), density)
     if extra is not None:
         chain.observe(extra)
     for k in range(m):
         chain.observe(_rows(states, n, k))
+    return Counts.of_state(states)
 
 
 def _plan(density, betas, kernel: KernelSettings, links: LinkSettings, end_sampler):
@@ -215,20 +221,23 @@ def _start_x0(x0, n_states: int) -> np.ndarray:
     return x0
 
 
-def _chain(j: int, link, x0, chain: _Chain, plan: _Plan, rng) -> float:
-    """Fill ``chain`` with the states of distribution ``j``; mean acceptance (nan: none)."""
+def _chain(j: int, link, x0, chain: _Chain, plan: _Plan, rng) -> tuple[float, Counts]:
+    """Fill ``chain`` with the states of distribution ``j``; mean acceptance (nan: none)
+    and the counts of its evaluations and transitions."""
     density, last = plan.density, plan.path.size - 1
     if j == 0 and x0.ndim == 3:
-        _observe_all(x0, chain, density)
-        return np.nan
+        return np.nan, _observe_all(x0, chain, density)
+    start = Counts()
     if j == 0:
         link = init_state(x0, density)
+        start = Counts.of_state(link)
     elif j == last and plan.end_sampler is not None:
         n, d = link.x.shape
         draws = np.asarray(plan.end_sampler(n * plan.lengths[j], rng), dtype=float)
-        _observe_all(draws.reshape(n, plan.lengths[j], d), chain, density, extra=link)
-        return np.nan
-    return _grow(link, j, chain, plan, rng)
+        shaped = draws.reshape(n, plan.lengths[j], d)
+        return np.nan, _observe_all(shaped, chain, density, extra=link)
+    acc, met = _grow(link, j, chain, plan, rng)
+    return acc, start + met
 
 
 def run_lis(
@@ -320,10 +329,11 @@ def run_lis(
         for j in range(n_links)
     ]
     num, den, acc, ess = [], [], np.full(n_links + 1, np.nan), np.full(n_links, np.nan)
-    link = None
+    link, met = None, Counts()
     for j in range(n_links + 1):
         chain = _Chain((lambda u, b=bridges[j]: b(u)[0]) if j < n_links else None, rng)
-        acc[j] = _chain(j, link, x0, chain, plan, rng)
+        acc[j], chain_met = _chain(j, link, x0, chain, plan, rng)
+        met = met + chain_met
         u = np.stack(chain.u, axis=1)
         if j > 0:
             den.append(bridges[j - 1](u)[1])
@@ -334,7 +344,7 @@ def run_lis(
         if callback is not None:
             callback(j + 1, n_links + 1)
     log_factors = lis_log_factors(num, den)
-    info = _info(log_factors, link, plan, acc, ess, density.n_calls - calls0)
+    info = _info(log_factors, link, plan, acc, ess, (density.n_calls - calls0, met))
     return log_factors.sum(axis=1), info
 
 
@@ -350,8 +360,10 @@ def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
     )
 
 
-def _info(log_factors, last, plan: _Plan, acc, ess, n_calls: int) -> LISInfo:
-    """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
+def _info(log_factors, last, plan: _Plan, acc, ess, cost) -> LISInfo:
+    """Diagnostics in ``betas`` order (the run's arrays are in path order); ``cost``: the
+    density calls and the counts."""
+    n_calls, met = cost
     direction, eps, lengths = plan.direction, plan.eps, plan.lengths
     flip = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
@@ -376,4 +388,5 @@ def _info(log_factors, last, plan: _Plan, acc, ess, n_calls: int) -> LISInfo:
         n_steps=plan.kernel.n_steps,
         scale=plan.scale,
         n_density_calls=n_calls,
+        counts=met,
     )

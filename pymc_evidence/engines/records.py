@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .counts import Counts
+
 __all__ = ["AISInfo", "LISInfo", "ReverseAISInfo", "SMCRunInfo", "STAGE_KEYS"]
 
 
@@ -48,6 +50,8 @@ class AISInfo:
         HMC steps at each intermediate ``beta``.
     n_density_calls : int
         Batched density calls of the run.
+    counts : Counts
+        The points and trajectories the run's evaluations and moves met.
     """
 
     betas: np.ndarray
@@ -62,6 +66,7 @@ class AISInfo:
     n_leapfrog: int
     n_steps_per_stage: int
     n_density_calls: int
+    counts: Counts = Counts()
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +89,8 @@ class ReverseAISInfo:
         Final particles (at the base end).
     n_density_calls : int
         Batched density calls of the run.
+    counts : Counts
+        The points and trajectories the run's evaluations and moves met.
     """
 
     betas: np.ndarray
@@ -93,6 +100,7 @@ class ReverseAISInfo:
     log_weights: np.ndarray
     x: np.ndarray
     n_density_calls: int
+    counts: Counts = Counts()
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +141,8 @@ class LISInfo:
         Diagonal kernel scale.
     n_density_calls : int
         Batched density calls of the run.
+    counts : Counts
+        The points and trajectories the run's evaluations and moves met.
     """
 
     betas: np.ndarray
@@ -150,6 +160,7 @@ class LISInfo:
     n_steps: int
     scale: np.ndarray | None
     n_density_calls: int
+    counts: Counts = Counts()
 
 
 #: The per-stage fields of :class:`SMCRunInfo`, in order.
@@ -211,6 +222,9 @@ class SMCRunInfo:
         Batched density calls of the run.
     x : ndarray, shape (R, d)
         Final, equally weighted particles.
+    counts : Counts
+        The points and trajectories the run's evaluations and moves met (step-size trials
+        left out).
     """
 
     beta: np.ndarray
@@ -229,3 +243,4 @@ class SMCRunInfo:
     n_particle_moves: int
     n_density_calls: int
     x: np.ndarray
+    counts: Counts = Counts()

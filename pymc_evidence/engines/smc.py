@@ -60,6 +60,7 @@ from ..estimators.smc import (
     smc_variance_proxy,
 )
 from .batched import CallCounter
+from .counts import Counts
 from .hmc import State, init_state
 from .records import STAGE_KEYS, SMCRunInfo
 from .smc_kernel import (
@@ -304,6 +305,7 @@ def run_resample_move(
         raise ValueError(f"need at least 2 particles, got {n}")
     log_w = np.full(n, -np.log(n))
     kernel = Kernel(density, rng, s, float(s.step_size), spread(state.x, log_w, None))
+    kernel.counts = Counts.of_state(state)  # the base draws' evaluation
     rec = {key: [] for key in STAGE_KEYS}
     start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
     for key, value in zip(STAGE_KEYS, start, strict=False):
@@ -331,5 +333,6 @@ def run_resample_move(
         n_particle_moves=int(kernel.particle_moves),
         n_density_calls=int(density.n_calls),
         x=state.x,
+        counts=kernel.counts,
     )
     return float(np.nansum(info.log_increment)), info

@@ -11,7 +11,7 @@ A step size carried over from the last stage can be far too large for the next o
 target narrows as ``beta`` grows, a narrow mode or a strongly correlated posterior needs a
 smaller step than the spread suggests), and a trajectory with such a step diverges. Before
 the first move of a stage, :meth:`Kernel.settle` therefore runs trial trajectories from a
-few particles (nothing is accepted, and they are not counted as the kernel's trajectories)
+few particles (nothing is accepted, and they are not added to the kernel's counts)
 and halves the step until none diverges, as NUTS picks a first step size (Hoffman & Gelman
 2014, Algorithm 4); a move in which more than :data:`DIVERGING_HALVE` of the trajectories
 still diverge halves it again. The scale, the step and the trial particles never depend on
@@ -20,12 +20,13 @@ a particle's own position at the move, so every move is ``pi_beta``-invariant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import rankdata
 
 from ..estimators.logspace import nan_as_zero_weight, normalize_log_weights
+from .counts import Counts
 from .hmc import State, hmc_step
 
 __all__ = [
@@ -132,7 +133,9 @@ def spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.
 
 @dataclass
 class Kernel:
-    """The HMC kernel of the current stage and its cost counters (mutable, per run)."""
+    """The HMC kernel of the current stage and what its moves met (mutable, one per run,
+    never shared): ``particle_moves`` (particles times HMC steps) and ``counts`` (the
+    :class:`~pymc_evidence.engines.counts.Counts` of every move's steps)."""
 
     density: object
     rng: np.random.Generator
@@ -140,6 +143,7 @@ class Kernel:
     step_size: float
     scale: np.ndarray
     particle_moves: int = 0
+    counts: Counts = field(default_factory=Counts)
 
     def move(self, state: State, beta: float) -> tuple[State, list[float]]:
         """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
@@ -164,6 +168,7 @@ class Kernel:
             self.scale, rows,
         )  # fmt: skip
         acc.append(float(np.mean(info.acceptance)))
+        self.counts = self.counts + info.counts
         if np.mean(info.diverging) > DIVERGING_HALVE:
             self.step_size *= 0.5
         return state
@@ -198,19 +203,17 @@ class Kernel:
     def settle(self, state: State, beta: float) -> None:
         """Halve the step size while a trial trajectory from one of
         :data:`TRIAL_PARTICLES` particles (drawn at random) diverges. The trials move
-        nothing and leave the density's counters of trajectories and non-finite points as
-        they were (their density calls count as cost)."""
+        nothing and are not added to :attr:`counts` (their density calls count as cost)."""
         n = state.x.shape[0]
         trial = take(state, self.rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
-        with self.density.not_counted():
-            for _ in range(MAX_HALVINGS):
-                _, info = hmc_step(
-                    trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
-                    self.rng, self.scale,
-                )  # fmt: skip
-                if not np.any(info.diverging):
-                    break
-                self.step_size *= 0.5
+        for _ in range(MAX_HALVINGS):
+            _, info = hmc_step(
+                trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
+                self.rng, self.scale,
+            )  # fmt: skip
+            if not np.any(info.diverging):
+                break
+            self.step_size *= 0.5
 
     def tune(self, acceptance: list[float]) -> None:
         """``step *= exp(step_gain * (mean acceptance - target_accept))``, clipped to e^±1."""

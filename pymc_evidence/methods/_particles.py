@@ -168,8 +168,7 @@ def resampled_posterior(problem, x: np.ndarray, log_w: np.ndarray, rng):
 
 def run_checks(
     est,
-    density=None,
-    since=(0, 0, 0, 0),
+    counts=None,
     *,
     work_f=None,
     physical_r=None,
@@ -178,9 +177,9 @@ def run_checks(
 ):
     """``est`` with the run-level checks added and their warnings emitted once.
 
-    ``density``/``since``: the batched density the kernels used and its
-    :meth:`~pymc_evidence.engines.BatchedDensity.counts` before the run, for the shares of
-    non-finite log densities and of diverging HMC trajectories met since; ``n_div``:
+    ``counts``: what the runs' evaluations and kernels met
+    (:class:`~pymc_evidence.engines.counts.Counts`), for the shares of non-finite log
+    densities and of diverging HMC trajectories; ``n_div``:
     divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
     runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
     both are given; ``messages``: further warnings (R-hat/ESS of the NUTS run). The Pareto
@@ -191,9 +190,9 @@ def run_checks(
     diagnostics = {}
     if n_div is not None:
         diagnostics["n_divergences"] = float(n_div)
-    if density is not None:
-        diagnostics["nonfinite_fraction"] = float(density.nonfinite_fraction(since))
-        diagnostics["diverging_fraction"] = float(density.diverging_fraction(since))
+    if counts is not None:
+        diagnostics["nonfinite_fraction"] = float(counts.nonfinite_fraction)
+        diagnostics["diverging_fraction"] = float(counts.diverging_fraction)
     crossing = []
     if work_f is not None and physical_r is not None:
         crossing = crossing_messages(work_f, physical_r)

@@ -22,8 +22,9 @@ from ..base.jax_rows import jax_started
 
 __all__ = ["map_runs", "n_threads", "n_workers"]
 
-#: The job the forked workers run: ``(run_one, density)``, set just before they start.
-_JOB: tuple | None = None
+#: The job the forked workers run (``run_one``: a closure, which cannot be pickled; forked
+#: workers inherit it), set just before they start.
+_JOB = None
 
 
 def n_workers(cores: int | None, n_runs: int, density=None) -> int:
@@ -82,12 +83,9 @@ def _in_threads(run_one, seeds, threads, callback_for, on_done) -> list:
 
 
 def _call(index: int, seed):
-    """Worker side: one run, with the density's counters it added."""
-    run_one, density = _JOB
-    before = density.counts()
+    """Worker side: one run (what it met is in its result, sent back as a value)."""
     with threadpool_limits(limits=1):
-        out = run_one(index, seed, None)
-    return out, tuple(a - b for a, b in zip(density.counts(), before, strict=True))
+        return _JOB(index, seed, None)
 
 
 def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=None) -> list:
@@ -100,7 +98,8 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
         in this process and None in a worker.
     seeds : sequence of numpy.random.SeedSequence
     density : BatchedDensity
-        Its counters (non-finite points, diverging trajectories) receive what workers added.
+        The runs' density: where it is on JAX, runs may share it in threads
+        (:func:`n_threads`); else they go to worker processes (:func:`n_workers`).
     cores : int, optional
         See :func:`n_workers`.
     callback_for : callable, optional
@@ -126,7 +125,7 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
             if on_done:
                 on_done(i)
         return out
-    _JOB = (run_one, density)
+    _JOB = run_one
     results = [None] * len(seeds)
     try:
         with warnings.catch_warnings():
@@ -136,8 +135,7 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
                 futures = {pool.submit(_call, i, seed): i for i, seed in enumerate(seeds)}
                 for future in as_completed(futures):
                     i = futures[future]
-                    results[i], delta = future.result()
-                    density.add_counts(delta)
+                    results[i] = future.result()
                     if on_done:
                         on_done(i)
     finally:

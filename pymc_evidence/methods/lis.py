@@ -55,7 +55,8 @@ def _estimate(direction, log_r_f, log_r_r):
 
 
 def _kernel(problem, density, options, rng):
-    """The frozen schedule, kernel and links, from a pilot forward AIS run."""
+    """The frozen schedule, kernel and links, from a pilot forward AIS run (and its
+    counts)."""
     n, n_stages = int(options["n_particles"]), int(options["n_stages"])
     betas, _, pilot = pilot_run(
         problem,
@@ -70,7 +71,8 @@ def _kernel(problem, density, options, rng):
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
     steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
     kernel = KernelSettings(step_size=steps, n_leapfrog=options["n_leapfrog"], scale=pilot.scale)
-    return betas, kernel, LinkSettings(chain_length=int(options["chain_length"]))
+    links = LinkSettings(chain_length=int(options["chain_length"]))
+    return betas, kernel, links, pilot.counts
 
 
 def _run_lis(problem, label, *args, **kwargs):
@@ -81,9 +83,10 @@ def _run_lis(problem, label, *args, **kwargs):
 
 def _links(problem, density, options, rng, start_of):
     """The pilot, then forward and/or reverse LIS runs (reverse from ``start_of()``):
-    ``(stage values, log_r_f, info_f, log_r_r)``, None for a direction not run."""
+    ``(stage values, log_r_f, info_f, log_r_r, counts)``, None for a direction not run;
+    ``counts``: those of the runs and their pilot."""
     n, direction = int(options["n_particles"]), options["direction"]
-    betas, kernel, links = _kernel(problem, density, options, rng)
+    betas, kernel, links, counts = _kernel(problem, density, options, rng)
     stage = {"beta": betas}
     log_r_f = info_f = log_r_r = None
     if direction != "reverse":
@@ -91,6 +94,7 @@ def _links(problem, density, options, rng, start_of):
         x0 = problem.base_draws(n * length, rng).reshape(n, length, problem.space.ndim)
         log_r_f, info_f = _run_lis(problem, "LIS forward", density, betas, x0, rng, kernel, links)
         stage.update(_link_values("forward", info_f))
+        counts = counts + info_f.counts
     if direction != "forward":
         log_r_r, info_r = _run_lis(
             problem,
@@ -104,7 +108,8 @@ def _links(problem, density, options, rng, start_of):
             end_sampler=lambda m, r: problem.base_draws(m, r),
         )
         stage.update(_link_values("reverse", info_r))
-    return stage, log_r_f, info_f, log_r_r
+        counts = counts + info_r.counts
+    return stage, log_r_f, info_f, log_r_r, counts
 
 
 def _linked(problem, density, options, rng, start_of):
@@ -113,17 +118,15 @@ def _linked(problem, density, options, rng, start_of):
     (:func:`~pymc_evidence.methods.noneq.more_stages`). On the 61-d latent random walk
     (seed 1, 20 links) forward and reverse spread by 3.0 and 9.6 nats, +0.19 +- 0.20;
     with 80 links -0.04 +- 0.09; hierarchies, mixtures, LKJ and latent GPs 0.05-0.55.
-    Returns the options used, the density's counts before the kept runs, and the runs."""
-    counts = density.counts()
+    Returns the options used and the kept runs (whose counts the checks read)."""
     runs = _links(problem, density, options, rng, start_of)
     log_r_f, log_r_r = runs[1], runs[3]
     spread = max(float(np.std(w)) for w in (log_r_f, log_r_r) if w is not None)
     raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
     if raised is None:
-        return options, counts, runs
+        return options, runs
     options = {**options, "n_stages": raised}
-    counts = density.counts()  # the checks count the runs the estimate uses
-    return options, counts, _links(problem, density, options, rng, start_of)
+    return options, _links(problem, density, options, rng, start_of)
 
 
 def run(problem, options) -> MethodResult:
@@ -131,7 +134,7 @@ def run(problem, options) -> MethodResult:
     rng, density = problem.rng("method"), problem.density()
     n, direction = int(options["n_particles"]), options["direction"]
     start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
-    options, counts, (stage, log_r_f, info_f, log_r_r) = _linked(
+    options, (stage, log_r_f, info_f, log_r_r, counts) = _linked(
         problem, density, options, rng, start_of
     )
     start = None if direction == "forward" else start_of()
@@ -141,7 +144,6 @@ def run(problem, options) -> MethodResult:
     )
     est = run_checks(
         est,
-        density,
         counts,
         work_f=work_f,
         physical_r=None if log_r_r is None else -log_r_r,

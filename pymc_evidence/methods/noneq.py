@@ -20,6 +20,7 @@ from ..engines.ais import (
     run_reverse_ais,
     sigmoidal_schedule,
 )
+from ..engines.counts import Counts
 from ..engines.settings import KernelSettings
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
@@ -58,13 +59,14 @@ MAX_PARTICLE_FACTOR = 16.0
 
 
 def _schedule(problem, density, options, rng):
-    """``(betas, step_sizes, name)``; ``step_sizes`` None means tuned during the forward run."""
+    """``(betas, step_sizes, name, counts)``; ``step_sizes`` None means tuned during the
+    forward run; ``counts``: the pilot run's (none without one)."""
     schedule, n_stages = options["schedule"], int(options["n_stages"])
     if not isinstance(schedule, str):
-        return np.asarray(schedule, dtype=float), None, "custom"
+        return np.asarray(schedule, dtype=float), None, "custom", Counts()
     if schedule == "adaptive":
         n_pilot = max(64, int(options["n_particles"]) // 4)
-        betas, steps, _ = pilot_run(
+        betas, steps, pilot = pilot_run(
             problem,
             density,
             n_pilot,
@@ -73,8 +75,8 @@ def _schedule(problem, density, options, rng):
             "AIS pilot",
             kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
         )
-        return betas, steps, schedule
-    return _MAKERS[schedule](n_stages), None, schedule
+        return betas, steps, schedule, pilot.counts
+    return _MAKERS[schedule](n_stages), None, schedule, Counts()
 
 
 def _stage_values(prefix, info) -> dict:
@@ -87,9 +89,10 @@ def _stage_values(prefix, info) -> dict:
 
 
 def _forward(problem, density, options, rng, label="AIS forward"):
-    """One set of forward runs: ``(betas, schedule name, work, info)``."""
+    """One set of forward runs: ``(betas, schedule name, work, info)`` and the counts of the
+    runs and their pilot."""
     n = int(options["n_particles"])
-    betas, steps, schedule_name = _schedule(problem, density, options, rng)
+    betas, steps, schedule_name, counts = _schedule(problem, density, options, rng)
     x0 = problem.base_draws(n, rng)
     kernel = KernelSettings(n_leapfrog=int(options["n_leapfrog"]))
     kernel = kernel if steps is None else replace(kernel, step_size=steps)
@@ -97,7 +100,7 @@ def _forward(problem, density, options, rng, label="AIS forward"):
         work_f, info_f = run_forward_ais(
             density, problem.base, betas, n, rng, kernel, x0=x0, callback=update
         )
-    return betas, schedule_name, work_f, info_f
+    return (betas, schedule_name, work_f, info_f), counts + info_f.counts
 
 
 def more_stages(spread: float, n_stages: int, max_stages: int) -> int | None:
@@ -181,18 +184,18 @@ def _anneal(problem, density, options, rng, method, start_of):
     do (:func:`more_particles`). ``rais`` is left as asked: on the 61-d latent random walk
     (seed 1) its error followed its NUTS starts, not its stages (200 stages
     +0.15 +- 0.13, 981 stages +0.24 +- 0.07, 3200 stages +0.04 +- 0.10; the jackknife over
-    its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used, the
-    density's counts before the runs that are kept, ``(betas, schedule, work_f, info_f)``
-    and ``(physical_r, info_r)`` (None, None for ``ais``)."""
+    its chains 0.11 at 200 and 0.08 at 3200 stages). Returns the options used, the counts
+    of the runs that are kept (and their pilot), ``(betas, schedule, work_f, info_f)`` and
+    ``(physical_r, info_r)`` (None, None for ``ais``)."""
 
     def once(opts):
-        forward = _forward(problem, density, opts, rng)
+        forward, counts = _forward(problem, density, opts, rng)
         if method == "ais":
-            return forward, (None, None)
-        return forward, _reverse(problem, density, forward[0], forward[3], start_of(), opts, rng)
+            return forward, (None, None), counts
+        reverse = _reverse(problem, density, forward[0], forward[3], start_of(), opts, rng)
+        return forward, reverse, counts + reverse[1].counts
 
-    counts = density.counts()
-    forward, reverse = once(options)
+    forward, reverse, counts = once(options)
     if method == "rais":  # its error follows its NUTS starts more than its stages (see above)
         return options, counts, forward, reverse
     works = [forward[2]] if method == "ais" else [forward[2], reverse[0]]
@@ -200,16 +203,14 @@ def _anneal(problem, density, options, rng, method, start_of):
     raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
     if raised is not None:  # once more at most: the cost stays bounded where modes keep it wide
         options = {**options, "n_stages": raised}
-        counts = density.counts()  # the checks count the runs the estimate uses
-        forward, reverse = once(options)
+        forward, reverse, counts = once(options)  # the checks count the runs kept
     if method == "ais":  # still wide after more stages: more particles, once
         wider = more_particles(
             float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"])
         )
         if raised is not None and wider is not None:
             options = {**options, "n_particles": wider}
-            counts = density.counts()
-            forward, reverse = once(options)
+            forward, reverse, counts = once(options)
     return options, counts, forward, reverse
 
 
@@ -233,7 +234,6 @@ def _run(problem, options, method) -> MethodResult:
     )
     est = run_checks(
         est,
-        density,
         counts,
         work_f=work_f,
         physical_r=physical_r,

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..engines.counts import Counts
 from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
 from ..progress import smc_progress
@@ -28,8 +29,9 @@ from ._spec import MethodResult, MethodSpec
 __all__ = ["ARM_SPEC", "SMC_SPEC"]
 
 
-def _estimate(method, runs, checks):
-    """The pooled estimate of the runs and the per-run values of the ``log_evidence`` group."""
+def _estimate(method, runs, counts):
+    """The pooled estimate of the runs and the per-run values of the ``log_evidence`` group;
+    ``counts``: what the runs and their pilot met."""
     log_z = np.array([lz for lz, _ in runs])
     infos = [info for _, info in runs]
     moves = np.array([info.n_particle_moves for info in infos], dtype=float)
@@ -44,7 +46,7 @@ def _estimate(method, runs, checks):
     }
     proxy = np.array([info.variance_proxy for info in infos])
     est = smc_log_evidence(log_z, proxy, method=method, diagnostics=diagnostics)
-    est = run_checks(est, *checks)
+    est = run_checks(est, counts)
     layout = {
         "chain_dim": "run",
         "chain_values": {"variance_proxy": proxy, "n_stages": n_stages, "n_particle_moves": moves},
@@ -83,8 +85,8 @@ def _uses_pilot(options) -> bool:
     return isinstance(options["schedule"], str) and options["schedule"] == "pilot"
 
 
-def _pilot_schedule(problem, density, settings, n_particles, callback) -> np.ndarray:
-    """The betas of one adaptive run (stream ``"pilot"``), which every run then follows.
+def _pilot_schedule(problem, density, settings, n_particles, callback):
+    """One adaptive run (stream ``"pilot"``) whose betas every run then follows (its record).
 
     Choosing each run's next temperature from its own particles' weights makes ``Zhat``
     biased (an unusually heavy particle shortens the step that would have counted it in
@@ -98,21 +100,21 @@ def _pilot_schedule(problem, density, settings, n_particles, callback) -> np.nda
     x0 = problem.base_draws(n_particles, rng)
     with threadpool_limits(limits=1):  # as the runs in worker processes
         _, info = run_resample_move(density, x0, rng, pilot, callback=callback, finish=False)
-    return np.asarray(info.beta, dtype=float)
+    return info
 
 
 def _run(problem, options, method) -> MethodResult:
     settings = _settings(options, method)
     n_particles, n_runs = int(options["n_particles"]), int(options["n_runs"])
-    density = problem.density()
-    counts = density.counts()
+    density, counts = problem.density(), Counts()
     pilot = _uses_pilot(options)
     seeds = problem.seed_of("method").spawn(n_runs)
     with smc_progress(problem.sampling.progressbar, n_runs, pilot=pilot) as bar:
         if pilot:
             n_pilot = int(options["pilot_particles"] or max(n_particles // 4, 2))
-            betas = _pilot_schedule(problem, density, settings, n_pilot, bar.callback_for(-1))
-            settings = replace(settings, schedule=betas)
+            info = _pilot_schedule(problem, density, settings, n_pilot, bar.callback_for(-1))
+            settings = replace(settings, schedule=np.asarray(info.beta, dtype=float))
+            counts = info.counts  # the checks count the pilot with the runs
             bar.done(-1)
 
         def run_one(index, seed, callback):
@@ -128,7 +130,8 @@ def _run(problem, options, method) -> MethodResult:
             callback_for=bar.callback_for,
             on_done=bar.done,
         )
-    est, layout = _estimate(method, runs, (density, counts))
+    counts = sum((info.counts for _, info in runs), counts)
+    est, layout = _estimate(method, runs, counts)
     x = np.stack([info.x for _, info in runs])
     groups = {"posterior": problem.posterior_dataset(x)}
     attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
