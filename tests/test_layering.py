@@ -264,3 +264,40 @@ def test_no_private_names_imported_across_modules(path):
         "pymc_evidence.y._c",
     ]
     assert not _private_imports("from pytensor.graph.replace import _vectorize_node\n")
+
+
+#: The only module-level weak stores, each keyed by a model: its space (which owns every
+#: function compiled for the model, :meth:`~pymc_evidence.base.space.ModelSpace.compiled`),
+#: and the model transforms' memos (a transformed model, or what a transform did).
+MODULE_STORES = {
+    "base/space.py",
+    "transforms/prepared.py",
+    "transforms/reparam.py",
+    "transforms/tempering.py",
+}
+
+
+def _module_stores(source: str) -> list[str]:
+    """Names bound at module level to a ``WeakKeyDictionary`` or a ``ContextVar``."""
+    found = []
+    for node in ast.parse(source).body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if isinstance(value, ast.Call):
+            func = value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("WeakKeyDictionary", "ContextVar"):
+                found.append(ast.unparse(node).split("=")[0].split(":")[0].strip())
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_compiled_functions_live_on_the_models_space(path):
+    stores = _module_stores(path.read_text())
+    if _rel(path) in MODULE_STORES or _rel(path) == "base/_compile.py":
+        return  # base/_compile.py: the backend of use_backend(), a setting, not a cache
+    assert not stores, f"{_rel(path)}: module-level stores {stores}; use ModelSpace.compiled"
+
+
+def test_module_store_finder_sees_both_kinds():
+    source = "import weakref\n_A: dict = weakref.WeakKeyDictionary()\n_B = ContextVar('b')\n"
+    assert _module_stores(source) == ["_A", "_B"]

@@ -15,7 +15,6 @@ float64 on either backend.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,11 +29,9 @@ from ._compile import (
     is_jax_rows,
     resolve_backend,
 )
-from .space import ModelSpace
+from .space import ModelSpace, model_space
 
 __all__ = ["BatchedLogp", "backend_used", "batched_logp"]
-
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -146,7 +143,7 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
     (True, True)
     """
     backend = current_backend() if backend is None else resolve_backend(backend)
-    per_model = _CACHE.setdefault(space.model, {})
+    per_model = space.compiled("batched_logp")
     key = (bool(vectorize), backend)
     if key not in per_model:
         vectorized, fn = _compile_batched(space, *key)
@@ -158,7 +155,7 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
 def backend_used(model, backend: str) -> str | None:
     """The backend (``"jax"`` or ``"default"``) of the vectorized batched density compiled
     for ``model`` under ``backend`` (from :func:`resolve_backend`), None if none was."""
-    fn = _CACHE.get(model, {}).get((True, backend))
+    fn = model_space(model).compiled("batched_logp").get((True, backend))
     return None if fn is None else fn.backend
 
 

@@ -21,8 +21,6 @@ are not recognised.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -38,9 +36,6 @@ __all__ = ["component_starts", "mixture_sizes"]
 
 #: Iterations of each component's ascent.
 MAXITER = 500
-
-#: model -> {mixture name: (x -> (log f, grad), one-hot shared variable) or None}
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def mixture_sizes(model) -> dict[str, int]:
@@ -90,7 +85,7 @@ def _logp_dlogp(space: ModelSpace, model):
 def _component_density(space: ModelSpace, name: str, k: int):
     """``(logp_dlogp, onehot)`` of the copy with mixture ``name``'s weights one-hot (built
     once per model), or None where PyMC cannot copy or differentiate the graph."""
-    per_model = _CACHE.setdefault(space.model, {})
+    per_model = space.compiled("component_starts")  # name -> (logp_dlogp, one-hot) or None
     if name not in per_model:
         try:
             copy, onehot = _one_component(space.model, name, k)

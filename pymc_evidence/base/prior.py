@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar
@@ -36,13 +35,12 @@ __all__ = ["PriorBase", "prior_draws"]
 #: Prior draws (seeded by :data:`MOMENT_SEED`) behind :meth:`PriorBase.moments` and ``scale``.
 N_MOMENT_DRAWS = 4000
 MOMENT_SEED = 0
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Guards the compiled draw functions (their random generators and storage are shared).
 _DRAW_LOCK = threading.Lock()
 
 
 def _cache(space: ModelSpace) -> dict:
-    return _CACHE.setdefault(space, {})
+    return space.compiled("prior")
 
 
 def _batch(outputs, replace_map):

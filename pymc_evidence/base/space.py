@@ -44,7 +44,9 @@ class ModelSpace:
     """Raveled unconstrained coordinates of a PyMC model, with its compiled log density.
 
     Use :func:`model_space` to get one: it is built once per model and cached, so the
-    log-density function is compiled once.
+    log-density function is compiled once. The space owns every function compiled for its
+    model (:meth:`compiled`): an :class:`~pymc_evidence.problem.EvidenceProblem` holds the
+    space, and a second call on the same model finds them there.
 
     Attributes
     ----------
@@ -64,6 +66,21 @@ class ModelSpace:
     _constrain: object = field(default=None, repr=False)
     _initial_point: object = field(default=None, repr=False)
     _rows_fns: dict = field(default_factory=dict, repr=False)
+    _compiled: dict = field(default_factory=dict, repr=False)
+
+    def compiled(self, purpose: str, factory=dict):
+        """The store of this model's compiled functions for one ``purpose`` (made by
+        ``factory`` on first use): batched densities, prior draws, component starts.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model() as model:
+        ...     mu = pm.Normal("mu")
+        >>> model_space(model).compiled("example") is model_space(model).compiled("example")
+        True
+        """
+        return self._compiled.setdefault(purpose, factory())
 
     @property
     def ndim(self) -> int:

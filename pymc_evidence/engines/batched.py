@@ -39,7 +39,6 @@ from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
 __all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Guards the call counter of every density (SMC runs on JAX run in threads of one process).
 _COUNTS_LOCK = threading.Lock()
 
@@ -238,7 +237,7 @@ def batched_log_densities(
         raise ValueError("a base density is required (see pymc_evidence.fit_base)")
     space = model_space(model)
     check_layout(base, space)
-    per_model = _CACHE.setdefault(model, weakref.WeakKeyDictionary())
+    per_model = space.compiled("batched_density", weakref.WeakKeyDictionary)
     key = (bool(vectorize), current_backend())  # the backend of use_backend()
     per_base = per_model.setdefault(base, {})
     if key not in per_base:
