@@ -18,7 +18,7 @@ from .counts import Counts
 from .hmc import Info, State, hmc_step, init_state, rwm_step
 from .lis import interpolate_step_sizes, run_lis
 from .records import AISInfo, LISInfo, ReverseAISInfo, SMCRunInfo
-from .settings import KernelSettings, LinkSettings
+from .settings import KernelSettings, LinkSettings, SMCSettings
 
 __all__ = [
     "AISInfo",
@@ -30,6 +30,7 @@ __all__ = [
     "LinkSettings",
     "ReverseAISInfo",
     "SMCRunInfo",
+    "SMCSettings",
     "State",
     "adaptive_schedule",
     "batched_log_densities",

@@ -13,7 +13,7 @@ import numpy as np
 
 from .counts import Counts
 
-__all__ = ["AISInfo", "LISInfo", "ReverseAISInfo", "SMCRunInfo", "STAGE_KEYS"]
+__all__ = ["AISInfo", "LISInfo", "ReverseAISInfo", "REWEIGHT_KEYS", "SMCRunInfo", "STAGE_KEYS"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,6 +177,8 @@ STAGE_KEYS = (
     "step_size",
     "n_moves",
 )
+#: The fields a stage's reweighting sets (the rest, from ``acceptance``, its moves).
+REWEIGHT_KEYS = STAGE_KEYS[:8]
 
 
 @dataclass(frozen=True, eq=False)

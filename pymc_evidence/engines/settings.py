@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["KERNELS", "KernelSettings", "LinkSettings", "kernel_scale"]
+from ..estimators.ladder import validate_ladder
+from ..estimators.logspace import RESAMPLING
+
+__all__ = ["KERNELS", "KernelSettings", "LinkSettings", "SMCSettings", "kernel_scale"]
 
 KERNELS = ("hmc", "rwm")
 
@@ -117,3 +120,84 @@ class LinkSettings:
     def __post_init__(self):
         if self.direction not in ("forward", "reverse"):
             raise ValueError(f"direction must be 'forward' or 'reverse', got {self.direction!r}")
+
+
+@dataclass(frozen=True)
+class SMCSettings:
+    """Settings of one resample-move SMC run.
+
+    Parameters
+    ----------
+    schedule : "adaptive" or array_like
+        ``"adaptive"`` (bisection on the conditional ESS) or a fixed non-decreasing
+        schedule from 0 to 1.
+    target_ess : float
+        Conditional ESS fraction the adaptive schedule aims at per step.
+    resample_threshold : float
+        Resample when the ESS of the weights divided by ``R_n`` falls below this.
+    resampling : {"systematic", "residual"}
+    step_size : float
+        Initial HMC step size, in units of the particles' standard deviations.
+    n_leapfrog : int
+        Leapfrog steps per HMC trajectory.
+    n_moves : int
+        Fewest HMC steps per stage (and per ARM expansion).
+    max_moves : int
+        Most HMC steps per stage: after ``n_moves``, steps continue (checked every
+        :data:`MOVE_BLOCK`) until the rank correlation over particles of ``log f - log q``
+        before and after the moves is at most ``decorrelation``; between blocks the step
+        size is tuned as between stages. ``max_moves = n_moves`` moves a fixed number of
+        steps.
+    decorrelation : float
+        See ``max_moves``.
+    target_accept : float
+        Acceptance rate the between-stage step-size tuning aims at.
+    step_gain : float
+        Gain of that tuning, ``log eps += step_gain * (acceptance - target_accept)``.
+    arm : bool
+        Expand hard steps (ARM); False gives plain resample-move SMC.
+    arm_threshold : float
+        ``gamma_thr``: expand while the ESS per particle is below this.
+    max_expansions : int
+        ``i_max``: at most this many extra sets of ``R`` particles per stage.
+    max_stages : int
+        Error if the adaptive schedule needs more stages than this.
+    """
+
+    schedule: object = "adaptive"
+    target_ess: float = 0.8
+    resample_threshold: float = 0.5
+    resampling: str = "systematic"
+    step_size: float = 0.5
+    n_leapfrog: int = 10
+    n_moves: int = 10
+    max_moves: int = 50
+    decorrelation: float = 0.1
+    target_accept: float = 0.65
+    step_gain: float = 1.5
+    arm: bool = False
+    arm_threshold: float = 0.7
+    max_expansions: int = 3
+    max_stages: int = 500
+
+    def checked_schedule(self) -> np.ndarray | None:
+        """Validate the settings; the fixed schedule as an array (None when adaptive)."""
+        if self.resampling not in RESAMPLING:
+            raise ValueError(f"resampling must be one of {tuple(RESAMPLING)}")
+        for name, upper in (("target_ess", 1.0), ("target_accept", 1.0)):
+            if not 0.0 < getattr(self, name) < upper:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
+        for name in ("resample_threshold", "arm_threshold"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.n_leapfrog < 1 or self.n_moves < 1 or self.max_expansions < 0:
+            raise ValueError("n_leapfrog and n_moves must be >= 1, max_expansions >= 0")
+        if self.max_moves < self.n_moves or not 0.0 <= self.decorrelation <= 1.0:
+            raise ValueError("max_moves must be >= n_moves and decorrelation in [0, 1]")
+        if self.step_size <= 0:
+            raise ValueError("step_size must be positive")
+        if isinstance(self.schedule, str):
+            if self.schedule != "adaptive":
+                raise ValueError(f"schedule must be 'adaptive' or an array, got {self.schedule!r}")
+            return None
+        return validate_ladder(self.schedule, strict=False, what="a fixed schedule")

@@ -28,6 +28,7 @@ from scipy.stats import rankdata
 from ..estimators.logspace import nan_as_zero_weight, normalize_log_weights
 from .counts import Counts
 from .hmc import State, hmc_step
+from .settings import SMCSettings
 
 __all__ = [
     "DIVERGING_HALVE",
@@ -139,7 +140,7 @@ class Kernel:
 
     density: object
     rng: np.random.Generator
-    settings: object  # SMCSettings of engines.smc
+    settings: SMCSettings
     step_size: float
     scale: np.ndarray
     particle_moves: int = 0
