@@ -221,16 +221,17 @@ def test_steps_and_runs_return_what_they_met():
     base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
     density = batched_log_densities(model, base)
     state = init_state(np.array([[0.0], [1e200], [1.0], [2.0]]), density)  # 1e200**2: -inf
-    assert Counts.of_state(state) == Counts(n_points=4, n_nonfinite=1)
+    assert Counts.of_state(state) == Counts(n_calls=1, n_points=4, n_nonfinite=1)
     rng = np.random.default_rng(0)
     state = init_state(rng.normal(size=(50, 1)), density)
     _, info = hmc_step(state, 1.0, density, 50.0, 3, rng)  # a step far too large
     assert info.counts.n_points == 150 and info.counts.n_trajectories == 50
+    assert info.counts.n_calls == 3
     assert info.counts.n_diverging == int(np.sum(info.diverging)) > 0
     _, run = run_forward_ais(density, base, sigmoidal_schedule(5), 50, rng)
     assert run.counts.n_points == 50 + 4 * 50 * 10  # the start, four stages of 10 leapfrogs
-    assert run.counts.n_trajectories == 4 * 50
-    assert not hasattr(density, "n_diverging") and not hasattr(density, "counts")
+    assert run.counts.n_trajectories == 4 * 50 and run.n_density_calls == 1 + 4 * 10
+    assert not {"n_calls", "n_diverging", "counts"} & set(dir(density))
 
 
 @pytest.mark.parametrize("kind", ["full", "mixture"])

@@ -232,7 +232,6 @@ def run_forward_ais(
     n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
     scale = kernel_scale(kernel, base)
-    calls0 = density.n_calls
     state = init_state(x, density)
     met = Counts.of_state(state)
     log_w = np.zeros(state.x.shape[0])
@@ -275,7 +274,7 @@ def run_forward_ais(
         scale=scale,
         n_leapfrog=kernel.n_leapfrog,
         n_steps_per_stage=kernel.n_steps,
-        n_density_calls=density.n_calls - calls0,
+        n_density_calls=met.n_calls,
         counts=met,
     )
     return -log_w, info
@@ -362,7 +361,6 @@ def run_reverse_ais(
     step_sizes = np.broadcast_to(np.asarray(kernel.step_size, dtype=float), betas.shape)
     if np.any(~np.isfinite(step_sizes[1:n_stages])):
         raise ValueError("step_sizes must be finite at every intermediate beta")
-    calls0 = density.n_calls
     state = init_state(x0, density)
     met = Counts.of_state(state)
     log_w = np.zeros(state.x.shape[0])
@@ -385,7 +383,7 @@ def run_reverse_ais(
         mean_increment=mean_inc,
         log_weights=log_w,
         x=state.x,
-        n_density_calls=density.n_calls - calls0,
+        n_density_calls=met.n_calls,
         counts=met,
     )
     return -log_w, info

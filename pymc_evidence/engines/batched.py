@@ -37,10 +37,11 @@ from ..base.space import ModelSpace, model_space
 from ..transforms.tempering import check_layout, raveled_value_vars, tempered_terms
 from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
-__all__ = ["BatchedDensity", "CallCounter", "batched_log_densities"]
+__all__ = ["BatchedDensity", "batched_log_densities"]
 
-#: Guards the call counter of every density (SMC runs on JAX run in threads of one process).
-_COUNTS_LOCK = threading.Lock()
+#: Guards the building of a density's fused trajectory (SMC runs on JAX run in threads of
+#: one process, and one of them builds it).
+_BUILD_LOCK = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -59,17 +60,15 @@ class BatchedDensity:
     vectorized : bool
         True when one compiled function evaluates all rows; False when it loops over rows
         with a single-point function (the fallback).
-    n_calls : int
-        Number of batch evaluations so far (a cost counter for the engines). What the
-        kernels met (non-finite points, diverging trajectories) is not counted here but
-        returned by each step (:class:`~pymc_evidence.engines.counts.Counts`).
+
+    Nothing is counted here (runs, threads and calls share a density): each step returns
+    what it met, its calls included (:class:`~pymc_evidence.engines.counts.Counts`).
     """
 
     space: ModelSpace
     base: BaseDensity
     vectorized: bool
     _fn: object = field(repr=False)
-    n_calls: int = 0
     _fused: object = field(default=None, repr=False)
 
     @property
@@ -106,8 +105,6 @@ class BatchedDensity:
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         if x.shape[1] != self.ndim:
             raise ValueError(f"particles have dimension {x.shape[1]}, the model {self.ndim}")
-        with _COUNTS_LOCK:
-            self.n_calls += 1
         if isinstance(self._fn, BatchedLogp):  # log f compiled, log q in closed form
             log_f, grad_f = self._fn(x)
             log_q, grad_q = self.base.logp_grad(x)
@@ -131,50 +128,15 @@ class BatchedDensity:
         if not hasattr(self.base, "jax_logp_grad") or not FUSED_MIN_ROWS <= n <= rows.max_rows:
             return None
         if self._fused is None:
-            with _COUNTS_LOCK:  # runs in threads: one builds it
+            with _BUILD_LOCK:  # runs in threads: one builds it
                 if self._fused is None:
-                    self._fused = fused_trajectory(rows, self.base, self.record_calls)
+                    self._fused = fused_trajectory(rows, self.base)
         return self._fused
-
-    def record_calls(self, n_calls: int) -> None:
-        """Count calls made outside :meth:`__call__` (a fused trajectory's steps)."""
-        with _COUNTS_LOCK:
-            self.n_calls += n_calls
 
     def log_path(self, x: np.ndarray, beta) -> np.ndarray:
         """``beta * log f + (1 - beta) * log q`` at each row of ``x`` (``beta`` scalar or (n,))."""
         log_f, log_q, _, _ = self(x)
         return beta * log_f + (1.0 - beta) * log_q
-
-
-class CallCounter:
-    """A density that also counts its own calls: one run's cost, when runs in threads
-    share the density (whose ``n_calls`` counts them all). Anything else is the density's.
-    """
-
-    __slots__ = ("density", "n_calls")
-
-    def __init__(self, density):
-        self.density, self.n_calls = density, 0
-
-    def __call__(self, x):
-        self.n_calls += 1
-        return self.density(x)
-
-    def fused_trajectory(self, n: int):
-        """The density's fused trajectory, its calls counted here too (None if none)."""
-        run = self.density.fused_trajectory(n)
-        if run is None:
-            return None
-
-        def counted(x, p, beta, eps_s, n_leapfrog, at_least=None):
-            self.n_calls += int(n_leapfrog)
-            return run(x, p, beta, eps_s, n_leapfrog, at_least)
-
-        return counted
-
-    def __getattr__(self, name):
-        return getattr(self.density, name)
 
 
 def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict):

@@ -96,7 +96,8 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
     values : tuple
         ``(log_f, log_q, grad_f, grad_q)`` at the end point.
     counts : Counts
-        The points evaluated (``n * n_leapfrog``) and the non-finite ones among them.
+        The calls (``n_leapfrog``), the points evaluated (``n * n_leapfrog``) and the
+        non-finite ones among them.
     """
     fused = getattr(density, "fused_trajectory", None)
     n = x.shape[0]
@@ -116,7 +117,7 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
     return x, p, values, met
 
 
-def fused_trajectory(rows, base, count_calls):
+def fused_trajectory(rows, base):
     """A function running every leapfrog step of a trajectory in one jitted jax call.
 
     Parameters
@@ -125,8 +126,6 @@ def fused_trajectory(rows, base, count_calls):
         The model's ``(log f, grad log f)`` on JAX.
     base : BaseDensity
         A base with ``jax_logp_grad()`` (Gaussian and mixture bases).
-    count_calls : callable
-        ``count_calls(n)``: the density's cost counter, told the trajectory's ``n`` calls.
 
     Returns
     -------
@@ -154,8 +153,8 @@ def fused_trajectory(rows, base, count_calls):
         args = [pad_rows(np.ascontiguousarray(a), size) for a in (x, p, beta, eps_s)]
         out = jitted(*args, int(n_leapfrog), n, base_params, *rows.shared_values())
         x, p, *values = (np.asarray(o, dtype=np.float64)[:n] for o in out[:6])
-        count_calls(int(n_leapfrog))
-        met = Counts(n_points=n * int(n_leapfrog), n_nonfinite=int(out[6]))
+        steps = int(n_leapfrog)
+        met = Counts(n_calls=steps, n_points=n * steps, n_nonfinite=int(out[6]))
         return x, p, tuple(values), met
 
     return run

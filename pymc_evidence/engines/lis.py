@@ -257,7 +257,7 @@ def run_lis(
     ----------
     density : BatchedDensity
         From :func:`~pymc_evidence.engines.batched_log_densities` (or any callable with the
-        same ``(log_f, log_q, grad_f, grad_q)`` output and an ``n_calls`` counter).
+        same ``(log_f, log_q, grad_f, grad_q)`` output).
     betas : array_like, shape (n + 1,)
         Strictly increasing schedule from 0 to 1; LIS wants a *coarse* one (adjacent
         distributions just overlapping, e.g. 5-30 values) and long chains.
@@ -323,7 +323,6 @@ def run_lis(
     bad = moves & (lengths > 0) & ~(np.isfinite(eps) & (eps > 0))
     if np.any(bad):
         raise ValueError(f"step_sizes must be finite and positive at betas {path[bad]}")
-    calls0 = density.n_calls
     bridges = [
         _bridge(path[j], path[j + 1], links.bridge, plan.guesses[j], lengths[j], lengths[j + 1])
         for j in range(n_links)
@@ -344,7 +343,7 @@ def run_lis(
         if callback is not None:
             callback(j + 1, n_links + 1)
     log_factors = lis_log_factors(num, den)
-    info = _info(log_factors, link, plan, acc, ess, (density.n_calls - calls0, met))
+    info = _info(log_factors, link, plan, acc, ess, met)
     return log_factors.sum(axis=1), info
 
 
@@ -360,10 +359,8 @@ def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
     )
 
 
-def _info(log_factors, last, plan: _Plan, acc, ess, cost) -> LISInfo:
-    """Diagnostics in ``betas`` order (the run's arrays are in path order); ``cost``: the
-    density calls and the counts."""
-    n_calls, met = cost
+def _info(log_factors, last, plan: _Plan, acc, ess, met: Counts) -> LISInfo:
+    """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
     direction, eps, lengths = plan.direction, plan.eps, plan.lengths
     flip = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
@@ -387,6 +384,6 @@ def _info(log_factors, last, plan: _Plan, acc, ess, cost) -> LISInfo:
         n_leapfrog=plan.kernel.n_leapfrog,
         n_steps=plan.kernel.n_steps,
         scale=plan.scale,
-        n_density_calls=n_calls,
+        n_density_calls=met.n_calls,
         counts=met,
     )

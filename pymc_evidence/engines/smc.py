@@ -55,7 +55,6 @@ from ..estimators.smc import (
     next_beta,
     smc_variance_proxy,
 )
-from .batched import CallCounter
 from .counts import Counts
 from .hmc import State, init_state
 from .records import REWEIGHT_KEYS, STAGE_KEYS, SMCRunInfo
@@ -214,7 +213,6 @@ def run_resample_move(
     """
     s = settings or SMCSettings()
     fixed = s.checked_schedule()
-    density = CallCounter(density)  # this run's calls (runs may share the density)
     state = init_state(x0, density)
     n = state.x.shape[0]
     if n < 2:
@@ -247,7 +245,7 @@ def run_resample_move(
         n_stages=len(rec["beta"]) - 1,
         variance_proxy=float(smc_variance_proxy(stages["n_particles"][1:], stages["cess"][1:])),
         n_particle_moves=int(kernel.particle_moves),
-        n_density_calls=int(density.n_calls),
+        n_density_calls=kernel.counts.n_calls,
         x=state.x,
         counts=kernel.counts,
     )

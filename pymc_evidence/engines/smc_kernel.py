@@ -204,7 +204,7 @@ class Kernel:
     def settle(self, state: State, beta: float) -> None:
         """Halve the step size while a trial trajectory from one of
         :data:`TRIAL_PARTICLES` particles (drawn at random) diverges. The trials move
-        nothing and are not added to :attr:`counts` (their density calls count as cost)."""
+        nothing, and only their density calls (a cost) are added to :attr:`counts`."""
         n = state.x.shape[0]
         trial = take(state, self.rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
         for _ in range(MAX_HALVINGS):
@@ -212,6 +212,7 @@ class Kernel:
                 trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
                 self.rng, self.scale,
             )  # fmt: skip
+            self.counts = self.counts + Counts(n_calls=info.counts.n_calls)
             if not np.any(info.diverging):
                 break
             self.step_size *= 0.5
