@@ -24,9 +24,10 @@ PROBLEM_OPTIONS = MappingProxyType({"potentials": None, "reparam": "auto"})
 BASE_OPTIONS = MappingProxyType({"base": "auto", "base_kwargs": None})
 
 
-@dataclass
+@dataclass(frozen=True)
 class MethodResult:
-    """What a method returns: the estimate and the pieces of the results container.
+    """What a method returns, as a value: the estimate and the pieces of the results
+    container (the API adds the call's attributes and builds the container).
 
     Attributes
     ----------
