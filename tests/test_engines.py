@@ -173,7 +173,7 @@ def test_reverse_ais_from_exact_posterior(advi_regression):
     betas = sigmoidal_schedule(100)
     _, fwd = run_forward_ais(density, base, betas, 200, rng)
     x0 = rng.multivariate_normal(mean, cov, size=200)
-    kernel = KernelSettings(step_size=fwd.step_sizes, scale=fwd.scale)
+    kernel = KernelSettings(step_size=fwd.step_size, scale=fwd.scale)
     works_r, info = run_reverse_ais(density, betas, x0, rng, kernel)
     assert np.all(np.isfinite(info.acceptance[1:-1]))
     estimate = -_logmeanexp(works_r)

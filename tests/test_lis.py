@@ -386,7 +386,7 @@ def test_regression_forward_reverse_bridged(regression):
     case, mean, cov, base, density, pilot = regression
     rng = np.random.default_rng(22)
     n, k, betas = 64, 20, np.linspace(0.0, 1.0, 6)
-    steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
+    steps = interpolate_step_sizes(pilot.beta, pilot.step_size, betas)
     settings = (
         KernelSettings(step_size=steps, n_leapfrog=5, scale=pilot.scale),
         LinkSettings(chain_length=k),

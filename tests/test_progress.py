@@ -130,7 +130,7 @@ def test_ais_engines_call_back_once_per_stage_and_results_do_not_change(tiny):
     np.testing.assert_array_equal(w_plain, w_bar)
     np.testing.assert_array_equal(info_plain.x, info_bar.x)
     calls.clear()
-    kernel = KernelSettings(step_size=info_plain.step_sizes, n_leapfrog=3, scale=info_plain.scale)
+    kernel = KernelSettings(step_size=info_plain.step_size, n_leapfrog=3, scale=info_plain.scale)
     rev = [
         run_reverse_ais(density, betas, info_plain.x, np.random.default_rng(4), kernel, callback=c)
         for c in (None, lambda *a: calls.append(a))

@@ -16,23 +16,34 @@ reverse path. Then ``logmeanexp(-W_f)`` is the AIS estimate, ``-logmeanexp(W_r)`
 reverse (RAISE) estimate, and ``-mean(W_f) <= log Z <= -mean(W_r)``.
 
 Kernels must be identical in both directions: the forward run tunes its step size *between*
-stages only and records it per stage in ``info.step_sizes``; pass them (and
+stages only and records it per stage in ``info.step_size``; pass them (and
 ``info.scale``) to :func:`run_reverse_ais`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..estimators.ladder import validate_ladder
 from ..estimators.logspace import kish_ess, nan_as_zero_weight, weighted_var
 from .counts import Counts
-from .hmc import hmc_step, init_state
+from .hmc import State, hmc_step, init_state
 from .records import AISInfo, ReverseAISInfo
+from .schedules import (
+    adaptive_schedule,
+    geometric_schedule,
+    linear_schedule,
+    sigmoidal_schedule,
+)
 from .settings import KernelSettings, kernel_scale
 from .smc_kernel import DIVERGING_HALVE
+from .stages import STAGE_FIELDS, StageInfo, anneal, stack, total_counts
 
 __all__ = [
+    "AISKernel",
+    "AISState",
     "adaptive_schedule",
     "geometric_schedule",
     "linear_schedule",
@@ -46,84 +57,6 @@ __all__ = [
 #: (for reverse runs, which have no base) by the identity.
 _BASE_SCALE = KernelSettings()
 _IDENTITY_SCALE = KernelSettings(scale=None)
-
-
-def linear_schedule(n: int) -> np.ndarray:
-    """``n`` equal stages: ``n + 1`` values of ``beta`` from 0 to 1."""
-    return np.linspace(0.0, 1.0, int(n) + 1)
-
-
-def geometric_schedule(n: int, beta_min: float = 1e-4) -> np.ndarray:
-    """``n`` stages: ``0`` followed by ``n`` geometrically spaced values ``beta_min .. 1``.
-
-    Examples
-    --------
-    >>> geometric_schedule(4, beta_min=1e-3).round(4).tolist()
-    [0.0, 0.001, 0.01, 0.1, 1.0]
-    """
-    if not 0.0 < beta_min < 1.0:
-        raise ValueError("beta_min must be in (0, 1)")
-    return np.concatenate([[0.0], np.geomspace(beta_min, 1.0, int(n))])
-
-
-def sigmoidal_schedule(n: int, scale: float = 4.0) -> np.ndarray:
-    """``n`` stages with sigmoid spacing (Neal 2001; Grosse et al. 2015), dense near both ends.
-
-    ``beta_t = (s(t) - s(0)) / (s(n) - s(0))`` with ``s(t) = sigmoid(scale * (2 t / n - 1))``.
-
-    Examples
-    --------
-    >>> b = sigmoidal_schedule(10); float(b[0]), float(b[-1]), bool(abs(b[5] - 0.5) < 1e-12)
-    (0.0, 1.0, True)
-    """
-    t = np.arange(int(n) + 1) / int(n)
-    s = 1.0 / (1.0 + np.exp(-float(scale) * (2.0 * t - 1.0)))
-    return (s - s[0]) / (s[-1] - s[0])
-
-
-def adaptive_schedule(pilot_betas, path_var, n: int) -> np.ndarray:
-    """``n`` stages of equal thermodynamic length, from a pilot run's path variances.
-
-    The variance of a stage's log-weight increment is about ``d_beta**2 * Var_beta(u)``
-    with ``u = log f - log q``; with ``d_beta`` proportional to ``1 / sd_beta(u)`` every stage
-    contributes the same variance, which minimizes their sum for a given ``n`` (the
-    thermodynamic length ``L = int sd_beta(u) d beta`` is split into ``n`` equal parts).
-
-    Parameters
-    ----------
-    pilot_betas : array_like, shape (m + 1,)
-        The pilot's schedule.
-    path_var : array_like, shape (m + 1,)
-        ``Var(u)`` at each pilot ``beta`` (e.g. :func:`run_forward_ais`'s ``info.path_var``);
-        ``nan`` entries are interpolated from their neighbours.
-    n : int
-        Stages of the new schedule.
-
-    Returns
-    -------
-    ndarray, shape (n + 1,)
-        From 0 to 1, non-decreasing.
-
-    Examples
-    --------
-    >>> b = np.linspace(0.0, 1.0, 101)
-    >>> new = adaptive_schedule(b, 1.0 / (0.01 + b) ** 2, 10)  # sd(u) = 1 / (0.01 + beta)
-    >>> bool(new[1] < 0.01 and new[-2] > 0.6)
-    True
-    """
-    betas = validate_ladder(pilot_betas, strict=False)
-    var = np.asarray(path_var, dtype=float)
-    if var.shape != betas.shape:
-        raise ValueError("path_var must have one value per pilot beta")
-    ok = np.isfinite(var) & (var >= 0.0)
-    if not ok.any():
-        raise ValueError("the pilot run gave no finite path variance: cannot adapt the schedule")
-    sd = np.sqrt(np.interp(betas, betas[ok], var[ok]))
-    sd = sd + 1e-3 * max(float(np.mean(sd)), 1e-12)  # no stage of zero width
-    length = np.concatenate([[0.0], np.cumsum(0.5 * (sd[1:] + sd[:-1]) * np.diff(betas))])
-    new = np.interp(np.linspace(0.0, length[-1], int(n) + 1), length, betas)
-    new[0], new[-1] = 0.0, 1.0
-    return np.maximum.accumulate(new)
 
 
 def _increment(state, d_beta) -> np.ndarray:
@@ -165,6 +98,105 @@ def _tuned(eps: float, ceiling: float, acceptance: float, diverged: float, kerne
         return eps / 2, 0.8 * eps, eps / 2
     grown = eps * (1.1 if acceptance > kernel.target_accept else 0.9)
     return min(grown, ceiling), ceiling, eps
+
+
+def _path_var(state: State, log_w: np.ndarray) -> float:
+    """Weighted variance of ``log f - log q`` under particles that represent the stage."""
+    with np.errstate(invalid="ignore"):
+        return weighted_var(state.log_f - state.log_q, log_w)
+
+
+@dataclass(frozen=True)
+class AISState:
+    """A batch of AIS runs between stages.
+
+    Attributes
+    ----------
+    particles : State
+    log_w : ndarray, shape (n,)
+        Log importance weights accumulated so far.
+    stage : int
+        Stages done (index into the kernel's ``walk``).
+    done : bool
+        The run has reached the end of its walk.
+    step_size, ceiling : float
+        The next stage's step size and the cap on its growth (runs that tune their steps).
+    """
+
+    particles: State
+    log_w: np.ndarray
+    stage: int = 0
+    done: bool = False
+    step_size: float = np.nan
+    ceiling: float = np.inf
+
+
+@dataclass(frozen=True)
+class AISKernel:
+    """The fixed configuration of a batch of AIS runs, forward or reverse.
+
+    A stage reweights by ``|beta_t - beta_{t-1}| (log f - log q)`` and then, except at the
+    end of the walk, moves the particles by ``settings.n_steps`` HMC steps at ``beta_t``.
+
+    Attributes
+    ----------
+    density : BatchedDensity
+    walk : ndarray, shape (K + 1,)
+        The temperatures in the order the runs visit them (reversed for reverse runs).
+    sign : float
+        ``1.0`` forward, ``-1.0`` reverse (the increments' ``d_beta`` is positive both ways).
+    settings : KernelSettings
+    scale : ndarray, shape (d,), or None
+        Diagonal HMC scale.
+    steps : ndarray, shape (K + 1,), or None
+        Fixed step size at each ``walk[t]``; None tunes it between stages from
+        ``settings.step_size``.
+    """
+
+    density: object
+    walk: np.ndarray
+    sign: float
+    settings: KernelSettings
+    scale: np.ndarray | None
+    steps: np.ndarray | None
+
+    def init(self, x: np.ndarray) -> tuple[AISState, StageInfo]:
+        """The runs at ``walk[0]``: the particles evaluated, equal weights."""
+        particles = init_state(x, self.density)
+        log_w = np.zeros(particles.x.shape[0])
+        eps = np.nan if self.steps is not None else float(self.settings.step_size)
+        state = AISState(particles, log_w, 0, self.walk.size == 1, eps)
+        values = {"mean_increment": np.nan, "ess": float(log_w.size)}
+        values["path_var"] = _path_var(particles, log_w)
+        return state, StageInfo(self.walk[0], counts=Counts.of_state(particles), values=values)
+
+    def step(self, rng: np.random.Generator, state: AISState) -> tuple[AISState, StageInfo]:
+        """Reweight to ``walk[t]``, then (before the last one) move there."""
+        t, s = state.stage + 1, self.settings
+        beta, last = self.walk[t], t == self.walk.size - 1
+        inc = _increment(state.particles, self.sign * (beta - self.walk[t - 1]))
+        log_w = state.log_w + inc
+        values = {"mean_increment": float(np.mean(inc)), "ess": kish_ess(log_w)}
+        particles, eps, ceiling = state.particles, state.step_size, state.ceiling
+        acc, used, n_moves, met = np.nan, np.nan, 0, Counts()
+        if not last:
+            used = eps if self.steps is None else float(self.steps[t])
+            particles, acc, diverged, met = _move(
+                particles, beta, self.density, used, s, rng, self.scale
+            )
+            n_moves = s.n_steps
+            if self.steps is None and s.adapt_step_size:
+                eps, ceiling, used = _tuned(used, ceiling, acc, diverged, s)
+        values["path_var"] = _path_var(particles, log_w)
+        info = StageInfo(beta, acc, used, n_moves, met, values)
+        return AISState(particles, log_w, t, last, eps, ceiling), info
+
+
+def _progress(callback, n_stages: int):
+    """An :func:`~.stages.anneal` callback that calls ``callback(done, n_stages)``."""
+    if callback is None:
+        return None
+    return lambda state, info: callback(state.stage, n_stages)
 
 
 def run_forward_ais(
@@ -229,55 +261,22 @@ def run_forward_ais(
     True
     """
     betas = validate_ladder(betas, strict=False)
-    n_stages = betas.size - 1
     x = base.sample(int(n_particles), rng) if x0 is None else np.asarray(x0, dtype=float)
-    scale = kernel_scale(kernel, base)
-    state = init_state(x, density)
-    met = Counts.of_state(state)
-    log_w = np.zeros(state.x.shape[0])
-    nan = np.full(n_stages + 1, np.nan)
-    acceptance, step_sizes, mean_inc, ess, path_var = (nan.copy() for _ in range(5))
-    ess[0] = state.x.shape[0]
-    fixed = _fixed_steps(kernel, betas)
-    eps = np.nan if fixed is not None else float(kernel.step_size)
-    ceiling = np.inf  # below a step that diverged (see KernelSettings.target_accept)
-    for t in range(1, n_stages + 1):
-        with np.errstate(invalid="ignore"):
-            path_var[t - 1] = weighted_var(state.log_f - state.log_q, log_w)
-        inc = _increment(state, betas[t] - betas[t - 1])
-        log_w = log_w + inc
-        mean_inc[t] = float(np.mean(inc))
-        ess[t] = kish_ess(log_w)
-        if callback is not None:
-            callback(t, n_stages)
-        if t == n_stages:
-            break
-        eps = eps if fixed is None else float(fixed[t])
-        step_sizes[t] = eps
-        state, acceptance[t], diverged, step_met = _move(
-            state, betas[t], density, eps, kernel, rng, scale
-        )
-        met = met + step_met
-        if fixed is None and kernel.adapt_step_size:
-            eps, ceiling, step_sizes[t] = _tuned(eps, ceiling, acceptance[t], diverged, kernel)
-    with np.errstate(invalid="ignore"):
-        path_var[n_stages] = weighted_var(state.log_f - state.log_q, log_w)
+    scale, steps = kernel_scale(kernel, base), _fixed_steps(kernel, betas)
+    ais = AISKernel(density, betas, 1.0, kernel, scale, steps)
+    state, first = ais.init(x)
+    state, infos = anneal(ais.step, state, rng, callback=_progress(callback, betas.size - 1))
+    stages, met = stack([first, *infos]), total_counts([first, *infos])
     info = AISInfo(
-        betas=betas,
-        acceptance=acceptance,
-        step_sizes=step_sizes,
-        mean_increment=mean_inc,
-        ess=ess,
-        path_var=path_var,
-        log_weights=log_w,
-        x=state.x,
-        scale=scale,
+        **stages,
+        log_weights=state.log_w,
+        x=state.particles.x,
+        scale=ais.scale,
         n_leapfrog=kernel.n_leapfrog,
-        n_steps_per_stage=kernel.n_steps,
         n_density_calls=met.n_calls,
         counts=met,
     )
-    return -log_w, info
+    return -state.log_w, info
 
 
 def pilot_schedule(
@@ -314,7 +313,7 @@ def pilot_schedule(
         density, base, pilot, x0.shape[0], rng, kernel, x0=x0, callback=callback
     )
     betas = adaptive_schedule(pilot, info.path_var, n_stages)
-    steps = np.interp(betas, pilot[1:-1], info.step_sizes[1:-1])
+    steps = np.interp(betas, pilot[1:-1], info.step_size[1:-1])
     steps[0] = steps[-1] = np.nan
     return betas, steps, info
 
@@ -340,7 +339,7 @@ def run_reverse_ais(
     rng : numpy.random.Generator
     kernel : KernelSettings
         The forward run's kernel with its ``step_size`` at each ``betas[k]`` (its
-        ``info.step_sizes``) and its ``scale`` (its ``info.scale``; there is no base here to
+        ``info.step_size``) and its ``scale`` (its ``info.scale``; there is no base here to
         take ``"base"`` from), so that the kernels are the same in both directions.
     callback : callable, optional
         Called as ``callback(done, n_stages)`` after each stage (e.g. a progress bar).
@@ -356,34 +355,22 @@ def run_reverse_ais(
         final particles (see :class:`~pymc_evidence.engines.records.ReverseAISInfo`).
     """
     betas = validate_ladder(betas, strict=False)
-    n_stages = betas.size - 1
-    scale = kernel_scale(kernel)
     step_sizes = np.broadcast_to(np.asarray(kernel.step_size, dtype=float), betas.shape)
-    if np.any(~np.isfinite(step_sizes[1:n_stages])):
+    if np.any(~np.isfinite(step_sizes[1:-1])):
         raise ValueError("step_sizes must be finite at every intermediate beta")
-    state = init_state(x0, density)
-    met = Counts.of_state(state)
-    log_w = np.zeros(state.x.shape[0])
-    acceptance, mean_inc = np.full(n_stages + 1, np.nan), np.full(n_stages + 1, np.nan)
-    for k in range(n_stages - 1, -1, -1):
-        inc = _increment(state, betas[k + 1] - betas[k])
-        log_w = log_w + inc
-        mean_inc[k + 1] = float(np.mean(inc))
-        if k > 0:
-            state, acceptance[k], _, step_met = _move(
-                state, betas[k], density, step_sizes[k], kernel, rng, scale
-            )
-            met = met + step_met
-        if callback is not None:
-            callback(n_stages - k, n_stages)
+    ais = AISKernel(density, betas[::-1], -1.0, kernel, kernel_scale(kernel), step_sizes[::-1])
+    state, first = ais.init(x0)
+    state, infos = anneal(ais.step, state, rng, callback=_progress(callback, betas.size - 1))
+    walked = stack([first, *infos])  # in walk order, from beta = 1
+    met = total_counts([first, *infos])
+    # a stage's increment belongs to the link it crossed, recorded at its upper end
+    mean_inc = np.concatenate([[np.nan], walked["mean_increment"][:0:-1]])
     info = ReverseAISInfo(
-        betas=betas,
-        acceptance=acceptance,
-        step_sizes=np.array(step_sizes),
+        **{key: walked[key][::-1] for key in STAGE_FIELDS},
         mean_increment=mean_inc,
-        log_weights=log_w,
-        x=state.x,
+        log_weights=state.log_w,
+        x=state.particles.x,
         n_density_calls=met.n_calls,
         counts=met,
     )
-    return -log_w, info
+    return -state.log_w, info

@@ -25,7 +25,7 @@ it estimates ``1 / Z``. For bridged LIS both directions must use the same kernel
 from ``x0`` of independent base draws with HMC at ``beta = 1``, reverse from single
 posterior draws with HMC at ``beta = 1`` and ``end_sampler=base.sample`` at ``beta = 0``).
 Step sizes are fixed per distribution (e.g. from an AIS pilot via
-:func:`interpolate_step_sizes`) and never adapted inside a run.
+:func:`~.schedules.interpolate_step_sizes`) and never adapted inside a run.
 """
 
 from __future__ import annotations
@@ -41,36 +41,11 @@ from ..estimators.logspace import kish_ess, nan_as_zero_weight
 from .counts import Counts
 from .hmc import State, hmc_step, init_state, rwm_step
 from .records import LISInfo
+from .schedules import interpolate_step_sizes
 from .settings import KernelSettings, LinkSettings, kernel_scale
+from .stages import StageInfo, anneal, stack, total_counts
 
-__all__ = ["interpolate_step_sizes", "run_lis"]
-
-
-def interpolate_step_sizes(pilot_betas, pilot_step_sizes, betas) -> np.ndarray:
-    """Step sizes for a new schedule from a pilot's per-stage ones (log-linear in beta).
-
-    Parameters
-    ----------
-    pilot_betas, pilot_step_sizes : array_like, shape (S,)
-        E.g. :func:`~.ais.run_forward_ais`'s ``info.betas`` and ``info.step_sizes``;
-        ``nan`` entries (stages without moves) are skipped.
-    betas : array_like, shape (n + 1,)
-
-    Returns
-    -------
-    ndarray, shape (n + 1,)
-        Interpolated in ``log step_size``; constant beyond the pilot's finite range.
-
-    Examples
-    --------
-    >>> interpolate_step_sizes([0, 0.5, 1], [np.nan, 0.4, np.nan], [0, 1]).tolist()
-    [0.4, 0.4]
-    """
-    pb, ps = np.asarray(pilot_betas, float), np.asarray(pilot_step_sizes, float)
-    ok = np.isfinite(ps) & (ps > 0)
-    if not np.any(ok):
-        raise ValueError("the pilot has no finite positive step size")
-    return np.exp(np.interp(np.asarray(betas, float), pb[ok], np.log(ps[ok])))
+__all__ = ["LISState", "interpolate_step_sizes", "run_lis"]
 
 
 def _where(mask: np.ndarray, a: State, b: State) -> State:
@@ -128,8 +103,23 @@ class _Chain:
 
 
 @dataclass(frozen=True)
+class LISState:
+    """A batch of LIS runs between chains: the starting draws (chain 0), each run's link
+    state picked from the last chain (None before the first), the chains done, and the link
+    factors' numerator and denominator terms (arrays of shape (run, K + 1)) so far."""
+
+    start: np.ndarray
+    link: State | None = None
+    stage: int = 0
+    done: bool = False
+    num: tuple = ()
+    den: tuple = ()
+
+
+@dataclass(frozen=True)
 class _Plan:
-    """A batch of runs' fixed configuration, in path order (reversed for reverse runs)."""
+    """A batch of runs' fixed configuration, in path order (reversed for reverse runs): the
+    kernel whose :meth:`step` makes one chain."""
 
     density: object
     kernel: KernelSettings
@@ -139,8 +129,27 @@ class _Plan:
     path: np.ndarray
     lengths: np.ndarray
     eps: np.ndarray
-    guesses: np.ndarray
     end_sampler: object
+    bridges: tuple
+
+    def step(self, rng: np.random.Generator, state: LISState) -> tuple[LISState, StageInfo]:
+        """Chain ``j = state.stage``: its states, the link factors' terms it gives, its pick."""
+        j, n_links = state.stage, self.path.size - 1
+        selector = (lambda u, b=self.bridges[j]: b(u)[0]) if j < n_links else None
+        chain = _Chain(selector, rng)
+        acc, met = _chain(j, state.link, state.start, chain, self, rng)
+        u = np.stack(chain.u, axis=1)
+        num, den, values = state.num, state.den, {}
+        if j > 0:
+            den = (*den, self.bridges[j - 1](u)[1])
+        if j < n_links:
+            num = (*num, self.bridges[j](u)[0])
+            values["link_ess"] = chain.link_ess()
+        moved = bool(np.isfinite(acc))
+        step_size = self.eps[j] if moved else np.nan
+        n_moves = int(self.lengths[j]) * self.kernel.n_steps if moved else 0
+        info = StageInfo(self.path[j], acc, step_size, n_moves, met, values)
+        return LISState(state.start, chain.pick, j + 1, j == n_links, num, den), info
 
 
 def _transition(state, j: int, plan: _Plan, rng):
@@ -198,17 +207,22 @@ def _plan(density, betas, kernel: KernelSettings, links: LinkSettings, end_sampl
     guess = np.broadcast_to(np.asarray(links.log_ratio_guess, dtype=float), (betas.size - 1,))
     order = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
+    path, lengths, guesses = betas[order], lengths[order], sign * guess[order]
+    bridges = tuple(
+        _bridge(path[j], path[j + 1], links.bridge, guesses[j], lengths[j], lengths[j + 1])
+        for j in range(path.size - 1)
+    )
     return _Plan(
         density=density,
         kernel=kernel,
         scale=kernel_scale(kernel),
         betas=betas,
         direction=direction,
-        path=betas[order],
-        lengths=lengths[order],
+        path=path,
+        lengths=lengths,
         eps=eps[order],
-        guesses=sign * guess[order],
         end_sampler=end_sampler,
+        bridges=bridges,
     )
 
 
@@ -268,9 +282,9 @@ def run_lis(
     rng : numpy.random.Generator
     kernel : KernelSettings
         HMC or RWM; its ``step_size`` (a float, or one per ``betas[k]``: see
-        :func:`interpolate_step_sizes`) is fixed for the whole run and must be finite where
-        the kernel is used; ``n_steps`` kernel steps make one transition; ``scale`` is an
-        array or None (no base here to take ``"base"`` from).
+        :func:`~.schedules.interpolate_step_sizes`) is fixed for the whole run and must be
+        finite where the kernel is used; ``n_steps`` kernel steps make one transition;
+        ``scale`` is an array or None (no base here to take ``"base"`` from).
     links : LinkSettings
         Chain lengths ``K`` (each chain has ``K + 1`` states), the low-level bridge and the
         direction: forward runs estimate ``Z``; reverse runs (``x0`` posterior draws,
@@ -317,34 +331,22 @@ def run_lis(
     plan = _plan(density, betas, kernel, links, end_sampler)
     path, lengths, eps = plan.path, plan.lengths, plan.eps
     x0 = _start_x0(x0, lengths[0] + 1)
-    n_links = path.size - 1
-    moves = np.ones(n_links + 1, bool)
+    moves = np.ones(path.size, bool)
     moves[0], moves[-1] = x0.ndim == 2, end_sampler is None
     bad = moves & (lengths > 0) & ~(np.isfinite(eps) & (eps > 0))
     if np.any(bad):
         raise ValueError(f"step_sizes must be finite and positive at betas {path[bad]}")
-    bridges = [
-        _bridge(path[j], path[j + 1], links.bridge, plan.guesses[j], lengths[j], lengths[j + 1])
-        for j in range(n_links)
-    ]
-    num, den, acc, ess = [], [], np.full(n_links + 1, np.nan), np.full(n_links, np.nan)
-    link, met = None, Counts()
-    for j in range(n_links + 1):
-        chain = _Chain((lambda u, b=bridges[j]: b(u)[0]) if j < n_links else None, rng)
-        acc[j], chain_met = _chain(j, link, x0, chain, plan, rng)
-        met = met + chain_met
-        u = np.stack(chain.u, axis=1)
-        if j > 0:
-            den.append(bridges[j - 1](u)[1])
-        if j < n_links:
-            num.append(bridges[j](u)[0])
-            ess[j] = chain.link_ess()
-        link = chain.pick
-        if callback is not None:
-            callback(j + 1, n_links + 1)
-    log_factors = lis_log_factors(num, den)
-    info = _info(log_factors, link, plan, acc, ess, met)
+    state, infos = anneal(plan.step, LISState(x0), rng, callback=_progress(callback, path.size))
+    log_factors = lis_log_factors(list(state.num), list(state.den))
+    info = _info(log_factors, state.link, plan, stack(infos), total_counts(infos))
     return log_factors.sum(axis=1), info
+
+
+def _progress(callback, n_chains: int):
+    """An :func:`~.stages.anneal` callback that calls ``callback(done, n_chains)``."""
+    if callback is None:
+        return None
+    return lambda state, info: callback(state.stage, n_chains)
 
 
 def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
@@ -359,9 +361,9 @@ def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):
     )
 
 
-def _info(log_factors, last, plan: _Plan, acc, ess, met: Counts) -> LISInfo:
+def _info(log_factors, last, plan: _Plan, stages: dict, met: Counts) -> LISInfo:
     """Diagnostics in ``betas`` order (the run's arrays are in path order)."""
-    direction, eps, lengths = plan.direction, plan.eps, plan.lengths
+    direction = plan.direction
     flip = slice(None) if direction == "forward" else slice(None, None, -1)
     sign = 1.0 if direction == "forward" else -1.0
     factors = log_factors[:, flip]
@@ -370,16 +372,17 @@ def _info(log_factors, last, plan: _Plan, acc, ess, met: Counts) -> LISInfo:
     total = np.where(ok, factors, 0.0).sum(axis=0)
     link_log_ratio = np.where(count > 0, sign * total / np.maximum(count, 1), np.nan)
     return LISInfo(
-        betas=plan.betas,
+        beta=plan.betas,
         direction=direction,
-        acceptance=acc[flip],
-        step_sizes=np.where(np.isfinite(acc[flip]), eps[flip], np.nan),
+        acceptance=stages["acceptance"][flip],
+        step_size=stages["step_size"][flip],
+        n_moves=stages["n_moves"][flip],
         link_log_ratio=link_log_ratio,
-        link_ess=ess[flip],
+        link_ess=stages["link_ess"][:-1][flip],
         log_factors=factors,
         x=last.x,
         n_zero_runs=int(np.sum(~np.isfinite(log_factors.sum(axis=1)))),
-        chain_length=np.array(lengths[flip]),
+        chain_length=np.array(plan.lengths[flip]),
         kernel=plan.kernel.kind,
         n_leapfrog=plan.kernel.n_leapfrog,
         n_steps=plan.kernel.n_steps,

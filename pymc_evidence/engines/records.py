@@ -1,8 +1,10 @@
 """Info records of the particle engines: what one run of AIS, reverse AIS, LIS or SMC reports.
 
 Frozen dataclasses (the ``Info`` half of blackjax's ``State``/``Info`` pair, one per run):
-a consumer reads ``info.step_sizes``. Arrays are not copied, so treat them as read-only;
-records compare by identity (``eq=False``), since their fields are arrays.
+a consumer reads ``info.step_size``. Every engine names its per-stage arrays alike (``beta``,
+``acceptance``, ``step_size``, ``n_moves``: :data:`~.stages.STAGE_FIELDS`, stacked from the
+stages' :class:`~.stages.StageInfo` by :func:`~.stages.stack`). Arrays are not copied, so
+treat them as read-only; records compare by identity (``eq=False``), since their fields are arrays.
 """
 
 from __future__ import annotations
@@ -21,23 +23,25 @@ class AISInfo:
     """What one forward AIS run (:func:`~.ais.run_forward_ais`) reports.
 
     Per-stage arrays have length ``K + 1``: index ``t`` is the stage that ends at
-    ``betas[t]``, ``nan`` where undefined.
+    ``beta[t]``, ``nan`` where undefined.
 
     Attributes
     ----------
-    betas : ndarray, shape (K + 1,)
+    beta : ndarray, shape (K + 1,)
         The schedule, from 0 to 1.
     acceptance : ndarray, shape (K + 1,)
-        Mean acceptance of the HMC moves at ``betas[t]``.
-    step_sizes : ndarray, shape (K + 1,)
-        HMC step size used at ``betas[t]``; pass it to :func:`~.ais.run_reverse_ais`.
+        Mean acceptance of the HMC moves at ``beta[t]``.
+    step_size : ndarray, shape (K + 1,)
+        HMC step size used at ``beta[t]``; pass it to :func:`~.ais.run_reverse_ais`.
+    n_moves : ndarray, shape (K + 1,)
+        HMC steps per particle at ``beta[t]`` (0 at both ends).
     mean_increment : ndarray, shape (K + 1,)
         Mean log-weight increment ``(beta_t - beta_{t-1}) (log f - log q)``.
     ess : ndarray, shape (K + 1,)
-        Kish ESS of the weights accumulated up to ``betas[t]``.
+        Kish ESS of the weights accumulated up to ``beta[t]``.
     path_var : ndarray, shape (K + 1,)
         Weighted variance of ``log f - log q`` under the particles that represent
-        ``pi_{betas[t]}`` (see :func:`~.ais.adaptive_schedule`).
+        ``pi_{beta[t]}`` (see :func:`~.schedules.adaptive_schedule`).
     log_weights : ndarray, shape (n,)
         Final log importance weights, ``-works``.
     x : ndarray, shape (n, d)
@@ -46,17 +50,16 @@ class AISInfo:
         Diagonal kernel scale; pass it to :func:`~.ais.run_reverse_ais`.
     n_leapfrog : int
         Leapfrog steps per HMC trajectory.
-    n_steps_per_stage : int
-        HMC steps at each intermediate ``beta``.
     n_density_calls : int
         Batched density calls of the run.
     counts : Counts
         The points and trajectories the run's evaluations and moves met.
     """
 
-    betas: np.ndarray
+    beta: np.ndarray
     acceptance: np.ndarray
-    step_sizes: np.ndarray
+    step_size: np.ndarray
+    n_moves: np.ndarray
     mean_increment: np.ndarray
     ess: np.ndarray
     path_var: np.ndarray
@@ -64,7 +67,6 @@ class AISInfo:
     x: np.ndarray
     scale: np.ndarray | None
     n_leapfrog: int
-    n_steps_per_stage: int
     n_density_calls: int
     counts: Counts = Counts()
 
@@ -75,12 +77,14 @@ class ReverseAISInfo:
 
     Attributes
     ----------
-    betas : ndarray, shape (K + 1,)
+    beta : ndarray, shape (K + 1,)
         The forward schedule (the run walks it from 1 down to 0).
     acceptance : ndarray, shape (K + 1,)
-        Index ``k``: mean acceptance of the kernel at ``betas[k]`` (``nan`` at the ends).
-    step_sizes : ndarray, shape (K + 1,)
-        Index ``k``: step size of the kernel at ``betas[k]``.
+        Index ``k``: mean acceptance of the kernel at ``beta[k]`` (``nan`` at the ends).
+    step_size : ndarray, shape (K + 1,)
+        Index ``k``: step size of the kernel at ``beta[k]`` (``nan`` at the ends).
+    n_moves : ndarray, shape (K + 1,)
+        Index ``k``: HMC steps per particle at ``beta[k]`` (0 at the ends).
     mean_increment : ndarray, shape (K + 1,)
         Index ``k + 1``: mean log-weight increment ``(beta_{k+1} - beta_k)(log f - log q)``.
     log_weights : ndarray, shape (n,)
@@ -93,9 +97,10 @@ class ReverseAISInfo:
         The points and trajectories the run's evaluations and moves met.
     """
 
-    betas: np.ndarray
+    beta: np.ndarray
     acceptance: np.ndarray
-    step_sizes: np.ndarray
+    step_size: np.ndarray
+    n_moves: np.ndarray
     mean_increment: np.ndarray
     log_weights: np.ndarray
     x: np.ndarray
@@ -107,18 +112,20 @@ class ReverseAISInfo:
 class LISInfo:
     """What one batch of linked importance sampling runs (:func:`~.lis.run_lis`) reports.
 
-    Arrays are in ``betas`` order whatever the direction; link ``k`` joins ``betas[k]``
-    and ``betas[k + 1]``.
+    Arrays are in ``beta`` order whatever the direction; link ``k`` joins ``beta[k]``
+    and ``beta[k + 1]``.
 
     Attributes
     ----------
-    betas : ndarray, shape (n + 1,)
+    beta : ndarray, shape (n + 1,)
         The schedule, from 0 to 1.
     direction : {"forward", "reverse"}
     acceptance : ndarray, shape (n + 1,)
-        Mean acceptance of the kernel at ``betas[k]`` (``nan`` where no kernel ran).
-    step_sizes : ndarray, shape (n + 1,)
-        Step size of the kernel at ``betas[k]`` (``nan`` where no kernel ran).
+        Mean acceptance of the kernel at ``beta[k]`` (``nan`` where no kernel ran).
+    step_size : ndarray, shape (n + 1,)
+        Step size of the kernel at ``beta[k]`` (``nan`` where no kernel ran).
+    n_moves : ndarray, shape (n + 1,)
+        Kernel steps per run in the chain at ``beta[k]`` (0 where no kernel ran).
     link_log_ratio : ndarray, shape (n,)
         Mean over runs of the log factor of link ``k``, forward sign: an estimate of
         ``log Z_{k+1} / Z_k``.
@@ -145,10 +152,11 @@ class LISInfo:
         The points and trajectories the run's evaluations and moves met.
     """
 
-    betas: np.ndarray
+    beta: np.ndarray
     direction: str
     acceptance: np.ndarray
-    step_sizes: np.ndarray
+    step_size: np.ndarray
+    n_moves: np.ndarray
     link_log_ratio: np.ndarray
     link_ess: np.ndarray
     log_factors: np.ndarray

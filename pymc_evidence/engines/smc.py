@@ -41,6 +41,8 @@ methods layer fixes the schedule from a pilot run by default (:mod:`pymc_evidenc
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from ..estimators.logspace import (
@@ -62,6 +64,8 @@ from .settings import SMCSettings
 from .smc_kernel import (
     MOVE_BLOCK,
     Kernel,
+    Moved,
+    Tuning,
     concat,
     log_incr,
     log_ratio,
@@ -70,18 +74,140 @@ from .smc_kernel import (
     spread,
     take,
 )
+from .stages import STAGE_FIELDS, StageInfo, anneal, stack, total_counts
 
-__all__ = ["MOVE_BLOCK", "STAGE_KEYS", "SMCSettings", "run_resample_move"]
+__all__ = [
+    "MOVE_BLOCK",
+    "STAGE_KEYS",
+    "ResampleMove",
+    "SMCSettings",
+    "SMCState",
+    "run_resample_move",
+]
 
 
-def _expand(kernel: Kernel, state, log_w, ratio, d_beta, beta, gamma, acc):
-    """ARM's generate loop: merged state, log weights and log increments, expansions, gamma."""
-    s = kernel.settings
+@dataclass(frozen=True)
+class SMCState:
+    """One SMC run between stages.
+
+    Attributes
+    ----------
+    particles : State
+    log_w : ndarray, shape (R,)
+        Normalized log weights.
+    beta : float
+        The temperature the particles are weighted for.
+    tuning : Tuning
+        The moves' step size and scale.
+    stage : int
+        Reweighting stages done.
+    done : bool
+    """
+
+    particles: State
+    log_w: np.ndarray
+    beta: float
+    tuning: Tuning
+    stage: int = 0
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class ResampleMove:
+    """One SMC (or ARM) run's fixed configuration: the moves, the settings, the fixed
+    schedule (None: adaptive) and whether the run ends with the moves at ``beta = 1``.
+
+    A stage moves the particles at the current ``beta`` (none at 0: exact base draws),
+    chooses the next ``beta``, reweights (expanding the set for ARM) and resamples; its
+    :class:`~.stages.StageInfo` holds the ``beta`` it reached, the reweighting's numbers
+    (:data:`~.records.REWEIGHT_KEYS`) and its moves, which ran at the ``beta`` it started
+    from. The last step (``finish``) resamples at ``beta = 1`` and moves the copies apart.
+    """
+
+    moves: Kernel
+    schedule: np.ndarray | None
+    finish: bool = True
+
+    def init(self, x0: np.ndarray) -> tuple[SMCState, StageInfo]:
+        """The base draws evaluated, equal weights, the first scale from their spread."""
+        s = self.moves.settings
+        particles = init_state(x0, self.moves.density)
+        n = particles.x.shape[0]
+        if n < 2:
+            raise ValueError(f"need at least 2 particles, got {n}")
+        log_w = np.full(n, -np.log(n))
+        tuning = Tuning(float(s.step_size), spread(particles.x, log_w, None))
+        start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
+        values = dict(zip(REWEIGHT_KEYS[1:], start[1:], strict=True))
+        first = StageInfo(0.0, counts=Counts.of_state(particles), values=values)
+        return SMCState(particles, log_w, 0.0, tuning), first
+
+    def step(self, rng: np.random.Generator, state: SMCState) -> tuple[SMCState, StageInfo]:
+        """One stage from ``state.beta`` (or, at ``beta = 1``, the finishing moves)."""
+        if state.beta >= 1.0:
+            return self._finish(rng, state)
+        s, k, beta = self.moves.settings, state.stage, state.beta
+        if k + 1 > s.max_stages:
+            raise RuntimeError(
+                f"the adaptive schedule needed more than {s.max_stages} stages (beta = "
+                f"{beta:.3g}); raise max_stages, lower target_ess or use a better base"
+            )
+        particles, tuning, moved = state.particles, state.tuning, Moved()
+        step_size = tuning.step_size
+        if k > 0:  # at beta = 0 the particles are exact base draws
+            particles, tuning, moved = self.moves.move(rng, particles, beta, tuning)
+        if self.schedule is not None:
+            new_beta = float(self.schedule[k + 1])
+        else:
+            new_beta = next_beta(beta, log_ratio(particles), state.log_w, s.target_ess)
+        particles, log_w, values, tuning, moved = _reweight(
+            self.moves, rng, particles, state.log_w, (beta, new_beta), tuning, moved
+        )
+        tuning = replace(tuning, scale=spread(particles.x, log_w, tuning.scale))
+        tuning = tuning.tuned(moved.acceptance, s)
+        acc = float(np.mean(moved.acceptance)) if moved.acceptance else np.nan
+        values["particle_moves"] = moved.particle_moves
+        info = StageInfo(new_beta, acc, step_size, len(moved.acceptance), moved.counts, values)
+        done = new_beta >= 1.0 and not self.finish
+        return SMCState(particles, log_w, new_beta, tuning, k + 1, done), info
+
+    def _finish(self, rng, state: SMCState) -> tuple[SMCState, StageInfo]:
+        """At ``beta = 1``: resample to equal weights (if needed), then move the copies
+        resampling made until they have moved apart (:meth:`~.smc_kernel.Kernel.refresh`);
+        a particle drawn once keeps its place (it already follows the posterior), so equal
+        weights move nothing."""
+        particles, log_w, tuning = state.particles, state.log_w, state.tuning
+        n, moved, copies = log_w.size, Moved(), np.zeros(0, dtype=int)
+        if np.ptp(log_w) > 0:
+            index = resample_indices(log_w, n, rng, self.moves.settings.resampling)
+            particles = take(particles, index)
+            tuning = replace(tuning, scale=spread(particles.x, np.zeros(n), tuning.scale))
+            copies = repeats(index)
+        step_size = tuning.step_size
+        if copies.size:
+            part, tuning, moved = self.moves.refresh(
+                rng, take(particles, copies), 1.0, tuning, rows=n
+            )
+            particles = put(particles, copies, part)
+        acc = float(np.mean(moved.acceptance)) if moved.acceptance else np.nan
+        values = {"particle_moves": moved.particle_moves}
+        info = StageInfo(1.0, acc, step_size, len(moved.acceptance), moved.counts, values)
+        log_w = np.full(n, -np.log(n))
+        return SMCState(particles, log_w, 1.0, tuning, state.stage, True), info
+
+
+def _expand(moves: Kernel, rng, state, log_w, betas, gamma, carry):
+    """ARM's generate loop: merged state, log weights and log increments, expansions,
+    gamma, and ``carry`` (the tuning, the moves) with the expansions'."""
+    s, (beta, new_beta), (tuning, moved) = moves.settings, betas, carry
+    d_beta = new_beta - beta
+    ratio = log_ratio(state)
     states, weights, incrs = [state], [log_w], [log_incr(ratio, d_beta)]
     current, i = state, 0
     while gamma < s.arm_threshold and i < s.max_expansions:
-        current, more = kernel.move(current, beta)  # continue the chains of the base set
-        acc.extend(more)
+        # continue the chains of the base set
+        current, tuning, more = moves.move(rng, current, beta, tuning)
+        moved = moved + more
         states.append(current)
         weights.append(log_w)  # a copy keeps the weights of the set it was made from
         incrs.append(log_incr(log_ratio(current), d_beta))
@@ -89,19 +215,20 @@ def _expand(kernel: Kernel, state, log_w, ratio, d_beta, beta, gamma, acc):
         gamma = conditional_ess(merged, np.concatenate(incrs)) / merged.size
         i += 1
     merged = np.concatenate(merge_log_weights(weights))
-    return concat(states), merged, np.concatenate(incrs), i, gamma
+    return concat(states), merged, np.concatenate(incrs), i, gamma, (tuning, moved)
 
 
-def _reweight(kernel: Kernel, state, log_w, beta, new_beta, acc, rec):
-    """Steps 3-4 (with ARM's expansion): returns the state and normalized log weights."""
-    s, n = kernel.settings, log_w.size
+def _reweight(moves: Kernel, rng, state, log_w, betas, tuning, moved):
+    """Steps 3-4 (with ARM's expansion): the state, the normalized log weights, the
+    reweighting's numbers, the tuning and the moves."""
+    s, n, (beta, new_beta) = moves.settings, log_w.size, betas
     ratio = log_ratio(state)
     incr = log_incr(ratio, new_beta - beta)
     gamma = conditional_ess(log_w, incr) / n
     n_exp = 0
     if s.arm and gamma < s.arm_threshold and s.max_expansions > 0:
-        state, log_w, incr, n_exp, gamma = _expand(
-            kernel, state, log_w, ratio, new_beta - beta, beta, gamma, acc
+        state, log_w, incr, n_exp, gamma, (tuning, moved) = _expand(
+            moves, rng, state, log_w, betas, gamma, (tuning, moved)
         )
     if not np.any(np.isfinite(log_w + incr)):
         raise RuntimeError(f"every particle has weight zero at beta = {new_beta:.6g}")
@@ -110,52 +237,41 @@ def _reweight(kernel: Kernel, state, log_w, beta, new_beta, acc, rec):
     log_w = normalize_log_weights(log_w + incr)
     ess = kish_ess(log_w)
     resampled = log_w.size > n or ess < s.resample_threshold * log_w.size
-    row = (new_beta, increment, ess, cess, gamma, log_w.size, n_exp, resampled)
-    for key, value in zip(REWEIGHT_KEYS, row, strict=True):
-        rec[key].append(float(value))
+    row = (increment, ess, cess, gamma, log_w.size, n_exp, resampled)
+    values = {key: float(value) for key, value in zip(REWEIGHT_KEYS[1:], row, strict=True)}
     if resampled:
-        state = take(state, resample_indices(log_w, n, kernel.rng, s.resampling))
+        state = take(state, resample_indices(log_w, n, rng, s.resampling))
         log_w = np.full(n, -np.log(n))
-    return state, log_w
+    return state, log_w, values, tuning, moved
 
 
-def _stage(kernel: Kernel, state, log_w, beta, fixed, rec):
-    """One stage from ``beta = rec["beta"][-1]``: move, next beta, reweight, resample."""
-    k = len(rec["beta"]) - 1
-    acc = []
-    rec["step_size"].append(kernel.step_size)
-    if k > 0:  # at beta = 0 the particles are exact base draws
-        state, acc = kernel.move(state, beta)
-    if fixed is not None:
-        new_beta = float(fixed[k + 1])
-    else:
-        new_beta = next_beta(beta, log_ratio(state), log_w, kernel.settings.target_ess)
-    state, log_w = _reweight(kernel, state, log_w, beta, new_beta, acc, rec)
-    rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
-    rec["n_moves"].append(float(len(acc)))
-    kernel.scale = spread(state.x, log_w, kernel.scale)
-    kernel.tune(acc)
-    return state, log_w, new_beta
+def _progress(callback):
+    """An :func:`~.stages.anneal` callback that calls ``callback(beta, stage)`` after each
+    reweighting stage."""
+    if callback is None:
+        return None
+
+    def update(state: SMCState, info: StageInfo) -> None:
+        if "log_increment" in info.values:
+            callback(state.beta, state.stage)
+
+    return update
 
 
-def _finish(kernel: Kernel, state, log_w, rec) -> State:
-    """At ``beta = 1``: resample to equal weights (if needed), then move the copies
-    resampling made until they have moved apart
-    (:meth:`~pymc_evidence.engines.smc_kernel.Kernel.refresh`); a particle drawn once keeps
-    its place (it already follows the posterior), so equal weights move nothing."""
-    n, acc, copies = log_w.size, [], np.zeros(0, dtype=int)
-    if np.ptp(log_w) > 0:
-        index = resample_indices(log_w, n, kernel.rng, kernel.settings.resampling)
-        state = take(state, index)
-        kernel.scale = spread(state.x, np.zeros(n), kernel.scale)
-        copies = repeats(index)
-    rec["step_size"].append(kernel.step_size)
-    if copies.size:
-        moved, acc = kernel.refresh(take(state, copies), 1.0, rows=n)
-        state = put(state, copies, moved)
-    rec["acceptance"].append(float(np.mean(acc)) if acc else np.nan)
-    rec["n_moves"].append(float(len(acc)))
-    return state
+def _record(first: StageInfo, infos: list, finished: bool) -> dict[str, np.ndarray]:
+    """Per-stage arrays of :data:`~.records.STAGE_KEYS`: a stage's moves ran at the ``beta``
+    it started from, so the move fields are shifted by one to the ``beta`` they ran at (the
+    last: the finishing moves at ``beta = 1``, ``nan`` without them)."""
+    reweights = infos[:-1] if finished else infos
+    moves = infos if finished else [*infos, StageInfo(np.nan)]
+    stages = stack([first, *reweights])
+    shifted = stack(moves)
+    out = {key: stages[key] for key in REWEIGHT_KEYS}
+    for key in STAGE_FIELDS[1:]:
+        out[key] = shifted[key]
+    if not finished:
+        out["n_moves"][-1] = np.nan
+    return out
 
 
 def run_resample_move(
@@ -212,41 +328,18 @@ def run_resample_move(
     (True, 1.0)
     """
     s = settings or SMCSettings()
-    fixed = s.checked_schedule()
-    state = init_state(x0, density)
-    n = state.x.shape[0]
-    if n < 2:
-        raise ValueError(f"need at least 2 particles, got {n}")
-    log_w = np.full(n, -np.log(n))
-    kernel = Kernel(density, rng, s, float(s.step_size), spread(state.x, log_w, None))
-    kernel.counts = Counts.of_state(state)  # the base draws' evaluation
-    rec = {key: [] for key in STAGE_KEYS}
-    start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
-    for key, value in zip(REWEIGHT_KEYS, start, strict=True):
-        rec[key].append(float(value))
-    beta = 0.0
-    while beta < 1.0:
-        if len(rec["beta"]) > s.max_stages:
-            raise RuntimeError(
-                f"the adaptive schedule needed more than {s.max_stages} stages (beta = "
-                f"{beta:.3g}); raise max_stages, lower target_ess or use a better base"
-            )
-        state, log_w, beta = _stage(kernel, state, log_w, beta, fixed, rec)
-        if callback is not None:
-            callback(beta, len(rec["beta"]) - 1)
-    if finish:
-        state = _finish(kernel, state, log_w, rec)
-    else:
-        for key in ("step_size", "acceptance", "n_moves"):
-            rec[key].append(np.nan)
-    stages = {key: np.asarray(values, dtype=float) for key, values in rec.items()}
+    smc = ResampleMove(Kernel(density, s), s.checked_schedule(), finish)
+    state, first = smc.init(x0)
+    state, infos = anneal(smc.step, state, rng, callback=_progress(callback))
+    stages = _record(first, infos, finish)
+    met = total_counts([first, *infos])
     info = SMCRunInfo(
         **stages,
-        n_stages=len(rec["beta"]) - 1,
+        n_stages=len(stages["beta"]) - 1,
         variance_proxy=float(smc_variance_proxy(stages["n_particles"][1:], stages["cess"][1:])),
-        n_particle_moves=int(kernel.particle_moves),
-        n_density_calls=kernel.counts.n_calls,
-        x=state.x,
-        counts=kernel.counts,
+        n_particle_moves=int(sum(i.values["particle_moves"] for i in infos)),
+        n_density_calls=met.n_calls,
+        x=state.particles.x,
+        counts=met,
     )
     return float(np.nansum(info.log_increment)), info

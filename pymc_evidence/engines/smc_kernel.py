@@ -11,7 +11,7 @@ A step size carried over from the last stage can be far too large for the next o
 target narrows as ``beta`` grows, a narrow mode or a strongly correlated posterior needs a
 smaller step than the spread suggests), and a trajectory with such a step diverges. Before
 the first move of a stage, :meth:`Kernel.settle` therefore runs trial trajectories from a
-few particles (nothing is accepted, and they are not added to the kernel's counts)
+few particles (nothing is accepted, and only their density calls are counted)
 and halves the step until none diverges, as NUTS picks a first step size (Hoffman & Gelman
 2014, Algorithm 4); a move in which more than :data:`DIVERGING_HALVE` of the trajectories
 still diverge halves it again. The scale, the step and the trial particles never depend on
@@ -20,7 +20,7 @@ a particle's own position at the move, so every move is ``pi_beta``-invariant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import rankdata
@@ -38,6 +38,8 @@ __all__ = [
     "TRIAL_PARTICLES",
     "UNMOVED_SHARE",
     "Kernel",
+    "Moved",
+    "Tuning",
     "concat",
     "log_incr",
     "log_ratio",
@@ -132,50 +134,81 @@ def spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.
     return np.where(std > 1e-10, std, fallback)
 
 
-@dataclass
-class Kernel:
-    """The HMC kernel of the current stage and what its moves met (mutable, one per run,
-    never shared): ``particle_moves`` (particles times HMC steps) and ``counts`` (the
-    :class:`~pymc_evidence.engines.counts.Counts` of every move's steps)."""
+@dataclass(frozen=True)
+class Tuning:
+    """What the moves adapt as a run goes: the HMC step size (in units of the scale) and the
+    diagonal scale."""
 
-    density: object
-    rng: np.random.Generator
-    settings: SMCSettings
     step_size: float
     scale: np.ndarray
-    particle_moves: int = 0
-    counts: Counts = field(default_factory=Counts)
 
-    def move(self, state: State, beta: float) -> tuple[State, list[float]]:
+    def tuned(self, acceptance, settings: SMCSettings) -> Tuning:
+        """``step *= exp(step_gain * (mean acceptance - target_accept))``, clipped to e^±1."""
+        if not acceptance:
+            return self
+        change = settings.step_gain * (float(np.mean(acceptance)) - settings.target_accept)
+        return replace(self, step_size=self.step_size * float(np.exp(np.clip(change, -1.0, 1.0))))
+
+    def halved(self) -> Tuning:
+        return replace(self, step_size=self.step_size * 0.5)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What a run of moves did: the acceptance of each HMC step (mean over particles), the
+    steps' counts and the particle moves (particles times steps)."""
+
+    acceptance: tuple = ()
+    counts: Counts = Counts()
+    particle_moves: int = 0
+
+    def __add__(self, other: Moved) -> Moved:
+        return Moved(
+            self.acceptance + other.acceptance,
+            self.counts + other.counts,
+            self.particle_moves + other.particle_moves,
+        )
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The HMC moves of one SMC run, built once from its fixed configuration; what they adapt
+    travels as a :class:`Tuning` value, what they did as a :class:`Moved` value."""
+
+    density: object
+    settings: SMCSettings
+
+    def move(self, rng, state: State, beta: float, tuning: Tuning):
         """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
-        ``log f - log q`` still correlates with its value before the moves."""
+        ``log f - log q`` still correlates with its value before the moves: the state, the
+        tuning after them and the :class:`Moved`."""
         s, acc, start = self.settings, [], log_ratio(state)
-        self.settle(state, beta)
+        tuning, met = self.settle(rng, state, beta, tuning)
         while len(acc) < s.max_moves:
-            state = self._step(state, beta, acc)
+            state, tuning, step_met = self._step(rng, state, beta, tuning, acc)
+            met = met + step_met
             if len(acc) >= s.n_moves and (len(acc) - s.n_moves) % MOVE_BLOCK == 0:
                 if _correlation(start, log_ratio(state)) <= s.decorrelation:
                     break
-                self.tune(acc[-MOVE_BLOCK:])  # a long stage adapts its step as it goes
-        self.particle_moves += state.x.shape[0] * len(acc)
-        return state, acc
+                tuning = tuning.tuned(acc[-MOVE_BLOCK:], s)  # a long stage adapts as it goes
+        return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
-    def _step(self, state: State, beta: float, acc: list[float], rows=None) -> State:
+    def _step(self, rng, state: State, beta: float, tuning: Tuning, acc: list, rows=None):
         """One HMC step of every particle; its acceptance appended to ``acc``, the step
         size halved when more than :data:`DIVERGING_HALVE` of the trajectories diverged
         (``rows``: see :func:`~pymc_evidence.engines.hmc.hmc_step`)."""
         state, info = hmc_step(
-            state, beta, self.density, self.step_size, self.settings.n_leapfrog, self.rng,
-            self.scale, rows,
+            state, beta, self.density, tuning.step_size, self.settings.n_leapfrog, rng,
+            tuning.scale, rows,
         )  # fmt: skip
         acc.append(float(np.mean(info.acceptance)))
-        self.counts = self.counts + info.counts
         if np.mean(info.diverging) > DIVERGING_HALVE:
-            self.step_size *= 0.5
-        return state
+            tuning = tuning.halved()
+        return state, tuning, info.counts
 
-    def refresh(self, state: State, beta: float, rows=None) -> tuple[State, list[float]]:
-        """HMC steps until the particles have left the positions they started from.
+    def refresh(self, rng, state: State, beta: float, tuning: Tuning, rows=None):
+        """HMC steps until the particles have left the positions they started from: the
+        state, the tuning and the :class:`Moved`.
 
         The last move of a run, given the copies resampling made (the particles already
         follow ``pi_beta``, weighted then resampled, so the move only has to break the
@@ -192,34 +225,28 @@ class Kernel:
         """
         s, acc, start = self.settings, [], state.x
         moved = np.zeros(start.shape[0], dtype=bool)
-        self.settle(state, beta)
+        tuning, met = self.settle(rng, state, beta, tuning)
         while len(acc) < max(s.n_moves, MIN_REFRESH):
-            state = self._step(state, beta, acc, rows)
+            state, tuning, step_met = self._step(rng, state, beta, tuning, acc, rows)
+            met = met + step_met
             moved |= np.any(state.x != start, axis=1)
             if len(acc) >= MIN_REFRESH and np.mean(~moved) <= UNMOVED_SHARE:
                 break
-        self.particle_moves += state.x.shape[0] * len(acc)
-        return state, acc
+        return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
-    def settle(self, state: State, beta: float) -> None:
+    def settle(self, rng, state: State, beta: float, tuning: Tuning) -> tuple[Tuning, Counts]:
         """Halve the step size while a trial trajectory from one of
         :data:`TRIAL_PARTICLES` particles (drawn at random) diverges. The trials move
-        nothing, and only their density calls (a cost) are added to :attr:`counts`."""
-        n = state.x.shape[0]
-        trial = take(state, self.rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
+        nothing; only their density calls (a cost) are counted."""
+        n, met = state.x.shape[0], Counts()
+        trial = take(state, rng.choice(n, size=min(n, TRIAL_PARTICLES), replace=False))
         for _ in range(MAX_HALVINGS):
             _, info = hmc_step(
-                trial, beta, self.density, self.step_size, self.settings.n_leapfrog,
-                self.rng, self.scale,
+                trial, beta, self.density, tuning.step_size, self.settings.n_leapfrog, rng,
+                tuning.scale,
             )  # fmt: skip
-            self.counts = self.counts + Counts(n_calls=info.counts.n_calls)
+            met = met + Counts(n_calls=info.counts.n_calls)
             if not np.any(info.diverging):
                 break
-            self.step_size *= 0.5
-
-    def tune(self, acceptance: list[float]) -> None:
-        """``step *= exp(step_gain * (mean acceptance - target_accept))``, clipped to e^±1."""
-        if acceptance:
-            s = self.settings
-            change = s.step_gain * (float(np.mean(acceptance)) - s.target_accept)
-            self.step_size *= float(np.exp(np.clip(change, -1.0, 1.0)))
+            tuning = tuning.halved()
+        return tuning, met

@@ -40,7 +40,7 @@ def _link_values(prefix, info) -> dict:
     pad = np.concatenate
     return {
         f"{prefix}_acceptance": np.asarray(info.acceptance, float),
-        f"{prefix}_step_sizes": np.asarray(info.step_sizes, float),
+        f"{prefix}_step_sizes": np.asarray(info.step_size, float),  # the schema's name
         f"{prefix}_link_log_ratio": pad([[np.nan], info.link_log_ratio]),
         f"{prefix}_link_ess": pad([[np.nan], info.link_ess]),
     }
@@ -69,7 +69,7 @@ def _kernel(problem, density, options, rng):
         kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
     )
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
-    steps = interpolate_step_sizes(pilot.betas, pilot.step_sizes, betas)
+    steps = interpolate_step_sizes(pilot.beta, pilot.step_size, betas)
     kernel = KernelSettings(step_size=steps, n_leapfrog=options["n_leapfrog"], scale=pilot.scale)
     links = LinkSettings(chain_length=int(options["chain_length"]))
     return betas, kernel, links, pilot.counts

@@ -81,7 +81,9 @@ def _schedule(problem, density, options, rng):
 
 def _stage_values(prefix, info) -> dict:
     out = {
-        f"{prefix}_{k}": getattr(info, k) for k in ("acceptance", "step_sizes", "mean_increment")
+        f"{prefix}_acceptance": info.acceptance,
+        f"{prefix}_step_sizes": info.step_size,  # the results schema's name
+        f"{prefix}_mean_increment": info.mean_increment,
     }
     if getattr(info, "ess", None) is not None:
         out[f"{prefix}_ess"] = info.ess
@@ -168,7 +170,7 @@ def _reverse(problem, density, betas, info_f, start, options, rng):
             start.x,
             rng,
             KernelSettings(
-                step_size=info_f.step_sizes,
+                step_size=info_f.step_size,
                 n_leapfrog=int(options["n_leapfrog"]),
                 scale=info_f.scale,
             ),
