@@ -30,6 +30,7 @@ __all__ = [
     "from_netcdf",
     "get_group",
     "group_names",
+    "linalg_op",
     "new_idata",
     "set_group",
     "to_netcdf",
@@ -47,6 +48,27 @@ def _pymc_major() -> int:
 
 IS_DATATREE: bool = _pymc_major() >= 6
 """True when ``pm.sample`` returns an :class:`xarray.DataTree` (PyMC 6 / ArviZ 1.x)."""
+
+
+def linalg_op(name: str) -> type:
+    """A linear-algebra ``Op`` class of PyTensor by name (``"Cholesky"``,
+    ``"SolveTriangular"``): from ``pytensor.tensor.linalg`` where it is (PyTensor 3.3 and
+    later deprecate ``slinalg``), else from ``pytensor.tensor.slinalg`` (PyMC 5's PyTensor).
+
+    Examples
+    --------
+    >>> linalg_op("Cholesky").__name__
+    'Cholesky'
+    """
+    try:
+        from pytensor.tensor import linalg
+    except ImportError:  # pragma: no cover - older PyTensor
+        linalg = None
+    if linalg is not None and hasattr(linalg, name):
+        return getattr(linalg, name)
+    from pytensor.tensor import slinalg
+
+    return getattr(slinalg, name)
 
 
 def _inference_data_type() -> type | None:

@@ -303,14 +303,15 @@ def _old_jax_solves(outputs) -> bool:
     the joint form ran). Such graphs take PyTensor's default linker on ``"auto"``."""
     import jax
     from pytensor.graph.traversal import ancestors
-    from pytensor.tensor.slinalg import SolveTriangular
+
+    from ..compat import linalg_op
 
     if tuple(int(p) for p in jax.__version__.split(".")[:2]) >= (0, 11):
         return False
     graphs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
     for var in ancestors(graphs):
         op = getattr(var.owner, "op", None)
-        if isinstance(getattr(op, "core_op", op), SolveTriangular):
+        if isinstance(getattr(op, "core_op", op), linalg_op("SolveTriangular")):
             return True
     return False
 

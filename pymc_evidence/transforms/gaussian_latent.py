@@ -36,8 +36,8 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.basic import NormalRV
-from pytensor.tensor.slinalg import Cholesky
 
+from ..compat import linalg_op
 from .discrete_values import to_new_values
 
 __all__ = ["MAX_COST", "GaussianOut", "integrate_gaussian_latent"]
@@ -206,7 +206,7 @@ def _latent_covariance(a, var_v):
     factor = _without_identity(rewrite_graph(a, include=("canonicalize", "stabilize")))
     op = factor.owner.op if factor.owner is not None else None
     core = getattr(op, "core_op", op)
-    if isinstance(core, Cholesky) and core.lower and factor.type.ndim == 2:
+    if isinstance(core, linalg_op("Cholesky")) and core.lower and factor.type.ndim == 2:
         return c * factor.owner.inputs[0]
     return (a * var_v) @ a.T
 
