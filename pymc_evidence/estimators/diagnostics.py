@@ -177,9 +177,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 def warn_user(message, category=EvidenceWarning) -> None:
     """:func:`warnings.warn` pointed at the first frame outside this package: the user's line
-    that called into it, however deep the call that warns (Python 3.12's
-    ``skip_file_prefixes``, counted by hand so that 3.11 has it too). Every warning of the
-    package goes through here; no call site counts stack levels.
+    that called into it, however deep the call that warns. Every warning of the package goes
+    through here; no call site counts stack levels. Python 3.12 and later skip the package's
+    frames themselves (``skip_file_prefixes``, with ``stacklevel=2``); on 3.11 the frames
+    are counted here.
 
     Examples
     --------
@@ -189,6 +190,9 @@ def warn_user(message, category=EvidenceWarning) -> None:
     >>> caught[0].category.__name__, caught[0].filename.startswith(_PACKAGE_DIR)
     ('WeightWarning', False)
     """
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, category, stacklevel=2, skip_file_prefixes=(_PACKAGE_DIR,))
+        return
     frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
