@@ -39,7 +39,7 @@ from .schedules import (
 )
 from .settings import KernelSettings, kernel_scale
 from .smc_kernel import DIVERGING_HALVE
-from .stages import STAGE_FIELDS, StageInfo, anneal, stack, total_counts
+from .stages import STAGE_FIELDS, StageInfo, anneal, counting, stack, total_counts
 
 __all__ = [
     "AISKernel",
@@ -192,13 +192,6 @@ class AISKernel:
         return AISState(particles, log_w, t, last, eps, ceiling), info
 
 
-def _progress(callback, n_stages: int):
-    """An :func:`~.stages.anneal` callback that calls ``callback(done, n_stages)``."""
-    if callback is None:
-        return None
-    return lambda state, info: callback(state.stage, n_stages)
-
-
 def run_forward_ais(
     density,
     base,
@@ -265,7 +258,7 @@ def run_forward_ais(
     scale, steps = kernel_scale(kernel, base), _fixed_steps(kernel, betas)
     ais = AISKernel(density, betas, 1.0, kernel, scale, steps)
     state, first = ais.init(x)
-    state, infos = anneal(ais.step, state, rng, callback=_progress(callback, betas.size - 1))
+    state, infos = anneal(ais.step, state, rng, callback=counting(callback, betas.size - 1))
     stages, met = stack([first, *infos]), total_counts([first, *infos])
     info = AISInfo(
         **stages,
@@ -360,7 +353,7 @@ def run_reverse_ais(
         raise ValueError("step_sizes must be finite at every intermediate beta")
     ais = AISKernel(density, betas[::-1], -1.0, kernel, kernel_scale(kernel), step_sizes[::-1])
     state, first = ais.init(x0)
-    state, infos = anneal(ais.step, state, rng, callback=_progress(callback, betas.size - 1))
+    state, infos = anneal(ais.step, state, rng, callback=counting(callback, betas.size - 1))
     walked = stack([first, *infos])  # in walk order, from beta = 1
     met = total_counts([first, *infos])
     # a stage's increment belongs to the link it crossed, recorded at its upper end

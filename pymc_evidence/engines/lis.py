@@ -43,7 +43,7 @@ from .hmc import State, hmc_step, init_state, rwm_step
 from .records import LISInfo
 from .schedules import interpolate_step_sizes
 from .settings import KernelSettings, LinkSettings, kernel_scale
-from .stages import StageInfo, anneal, stack, total_counts
+from .stages import StageInfo, anneal, counting, stack, total_counts
 
 __all__ = ["LISState", "interpolate_step_sizes", "run_lis"]
 
@@ -336,17 +336,10 @@ def run_lis(
     bad = moves & (lengths > 0) & ~(np.isfinite(eps) & (eps > 0))
     if np.any(bad):
         raise ValueError(f"step_sizes must be finite and positive at betas {path[bad]}")
-    state, infos = anneal(plan.step, LISState(x0), rng, callback=_progress(callback, path.size))
+    state, infos = anneal(plan.step, LISState(x0), rng, callback=counting(callback, path.size))
     log_factors = lis_log_factors(list(state.num), list(state.den))
     info = _info(log_factors, state.link, plan, stack(infos), total_counts(infos))
     return log_factors.sum(axis=1), info
-
-
-def _progress(callback, n_chains: int):
-    """An :func:`~.stages.anneal` callback that calls ``callback(done, n_chains)``."""
-    if callback is None:
-        return None
-    return lambda state, info: callback(state.stage, n_chains)
 
 
 def _bridge(beta_from, beta_to, bridge, guess, k_from, k_to):

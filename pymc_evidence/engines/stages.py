@@ -35,7 +35,7 @@ import numpy as np
 
 from .counts import Counts
 
-__all__ = ["STAGE_FIELDS", "StageInfo", "anneal", "stack", "total_counts"]
+__all__ = ["STAGE_FIELDS", "StageInfo", "anneal", "counting", "stack", "total_counts"]
 
 #: The per-stage fields every engine's record has, in this order.
 STAGE_FIELDS = ("beta", "acceptance", "step_size", "n_moves")
@@ -109,6 +109,14 @@ def anneal(step: Callable, state, rng: np.random.Generator, *, callback=None):
         if callback is not None:
             callback(state, info)
     return state, infos
+
+
+def counting(callback, total: int):
+    """An :func:`anneal` callback that calls ``callback(done, total)`` with the stages the
+    state has done (``state.stage``): a progress bar's update; None stays None."""
+    if callback is None:
+        return None
+    return lambda state, info: callback(state.stage, total)
 
 
 def stack(infos) -> dict[str, np.ndarray]:
