@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 from _accuracy import assert_log_z
 from scipy import stats
+from scipy.special import logsumexp
 
 import pymc_evidence as pme
 from pymc_evidence import compat
@@ -73,6 +74,57 @@ def test_clusters_chains_that_mix_or_bridge_are_merged():
     assert _labels(chain_clusters(x)) == [[0, 2, 3], [1]]
     stuck = np.full((1, 400, 2), 0.1)  # a chain stuck inside chain 0's region
     assert _labels(chain_clusters(np.concatenate([x, stuck]))) == [[0, 2, 3, 4], [1]]
+
+
+def _shell_draws(rng, centre, n, radius=2.0, width=0.1, d=3):
+    """``n`` draws near a thin shell (i.i.d.: directions uniform, radii ``N(r, w^2)``)."""
+    u = rng.normal(size=(n, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return centre + u * rng.normal(radius, width, size=(n, 1))
+
+
+def _two_shells_log_density(centres, radius=2.0, width=0.1):
+    def log_density(points):
+        dist = np.linalg.norm(points[:, None, :] - centres[None], axis=-1)
+        return logsumexp(-0.5 * ((dist - radius) / width) ** 2, axis=1)
+
+    return log_density
+
+
+def test_clusters_shells_that_the_ellipsoids_join_are_held_apart():
+    """Two thin 3-D shells 1 apart: each chain's ellipsoid reaches into the other shell, so
+    the ellipsoids alone pool the 3 : 1 chains; their draws lie apart, and the density
+    dips 12 nats between the closest ones, so the chains are held apart."""
+    rng = np.random.default_rng(SEED)
+    centres = np.array([[-2.5, 0.0, 0.0], [2.5, 0.0, 0.0]])
+    x = np.stack([_shell_draws(rng, centres[k], 500) for k in (0, 0, 0, 1)])
+    assert _labels(chain_clusters(x)) == [[0, 1, 2, 3]]
+    density = _two_shells_log_density(centres)
+    assert _labels(chain_clusters(x, log_density=density)) == [[0, 1, 2], [3]]
+    one = np.stack([_shell_draws(rng, centres[0], 500) for _ in range(4)])
+    assert _labels(chain_clusters(one, log_density=density)) == [[0, 1, 2, 3]]
+
+
+def test_clusters_no_split_along_a_ridge_without_a_barrier():
+    """Four chains that each sample their own stretch of one long Gaussian ridge (as slowly
+    mixing chains do) lie apart by their draws, and their ellipsoids join them; nothing
+    dips between them, so they stay one cluster."""
+    rng = np.random.default_rng(SEED)
+    x = np.stack(
+        [np.column_stack([rng.uniform(2 * k, 2 * k + 1.6, 400), rng.normal(size=400)])
+         for k in range(4)]
+    )  # fmt: skip
+
+    def ridge(points):
+        return -0.5 * ((points[:, 0] - 3.0) / 10.0) ** 2 - 0.5 * points[:, 1] ** 2
+
+    assert _labels(chain_clusters(x)) == [[0, 1, 2, 3]]
+    assert _labels(chain_clusters(x, log_density=ridge)) == [[0, 1, 2, 3]]
+
+    def cut(points):  # a wall between the first two stretches
+        return np.where(np.abs(points[:, 0] - 1.8) < 0.2, -50.0, 0.0) + ridge(points)
+
+    assert _labels(chain_clusters(x, log_density=cut)) == [[0], [1, 2, 3]]
 
 
 def test_clusters_bad_input():
@@ -229,3 +281,22 @@ def test_hopping_chains_bridge_with_piece_proposal():
     assert est.diagnostics["n_clusters"] == 1
     assert_log_z(est, case.log_z, abs_tol=0.05, label="hopping chains")
     assert est.se < 0.01
+
+
+def test_a_missed_shell_whose_mass_cannot_be_measured_is_reported():
+    """Four chains all on one of two thin 5-D shells (bridge was then log 2 low with an se
+    of 0.03 and no warning): the ascents reach the other shell, whose peak is as high as
+    the draws', and no Laplace Gaussian measures a shell: a warning says its mass is
+    missing."""
+    from pymc_evidence.methods.bridge_missed import missed_mode_masses, missed_mode_messages
+
+    case = T.gaussian_shells()
+    problem = EvidenceProblem.build(case.model, random_seed=1, reparam=None)
+    rng = np.random.default_rng(SEED)
+    shell = _shell_draws(rng, np.array([3.5, 0.0, 0.0, 0.0, 0.0]), 1200, d=5)
+    x = problem.space.unconstrain({"x": shell.reshape(4, 300, 5)})
+    half = case.log_z - np.log(2.0)
+    missed = missed_mode_masses(problem.space, x, [np.arange(4)], half, rng, problem.log_f)
+    assert missed.log_mass.size == 0 and missed.n_unmeasured == 1
+    (message,) = missed_mode_messages(missed, half)
+    assert message.category is CrossCheckWarning and "not in the estimate" in message

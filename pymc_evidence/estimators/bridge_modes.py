@@ -28,7 +28,9 @@ from .logspace import logsumexp
 from .record import EvidenceEstimate
 
 __all__ = [
+    "BARRIER",
     "NEAR_PROBABILITY",
+    "SEPARATION",
     "chain_clusters",
     "combine_clusters",
     "sum_of_parts",
@@ -48,6 +50,67 @@ __all__ = [
 NEAR_PROBABILITY = 0.999
 
 
+#: Two chains the ellipsoids join are split again when their draws lie apart: the median
+#: distance from a draw of one to the nearest draw of the other exceeds this many times
+#: the chains' spacing (see :func:`chain_clusters`) ...
+SEPARATION = 2.0
+#: ... and the log density dips more than this many nats below both ends somewhere on the
+#: segment that joins their closest draws (at :data:`SEGMENT_POINTS` points).
+BARRIER = 5.0
+SEGMENT_POINTS = 16
+#: A chain's spacing leaves out draws this close in the chain (autocorrelated neighbours).
+SPACING_LAG = 20
+#: Draws of each chain the spacing test looks at (the chain evenly thinned to them).
+SPACING_DRAWS = 1000
+
+
+def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d2 = np.sum(a**2, axis=1)[:, None] + np.sum(b**2, axis=1)[None, :] - 2.0 * a @ b.T
+    return np.maximum(d2, 0.0)
+
+
+def _spacing(z: np.ndarray, lag: float) -> float:
+    """Median distance from a draw to the nearest draw of its chain more than ``lag`` draws
+    away (``inf`` where a chain is too short to have one)."""
+    d2 = _squared_distances(z, z)
+    index = np.arange(z.shape[0])
+    d2[np.abs(index[:, None] - index[None, :]) <= lag] = np.inf
+    return float(np.sqrt(np.median(np.min(d2, axis=1))))
+
+
+def _barrier(a: np.ndarray, b: np.ndarray, log_density) -> bool:
+    """Whether the log density dips more than :data:`BARRIER` nats below both ``a`` and
+    ``b`` (or is not finite) somewhere on the segment between them."""
+    t = np.linspace(0.0, 1.0, SEGMENT_POINTS + 2)[:, None]
+    values = np.asarray(log_density(a + t * (b - a)), dtype=float)
+    inner = np.where(np.isfinite(values[1:-1]), values[1:-1], -np.inf)
+    return bool(np.min(inner) < min(values[0], values[-1]) - BARRIER)
+
+
+def _apart(x: np.ndarray, log_density) -> np.ndarray:
+    """``apart[i, j]``: chains ``i`` and ``j`` sample two regions with a barrier between
+    them (see :func:`chain_clusters`); coordinates in units of the pooled standard
+    deviation for the distances."""
+    n_chain, n_draw, _ = x.shape
+    apart = np.zeros((n_chain, n_chain), dtype=bool)
+    if log_density is None:
+        return apart
+    thin = x[:, :: max(1, n_draw // SPACING_DRAWS)]
+    sd = x.reshape(-1, x.shape[-1]).std(axis=0)
+    z = thin / np.where(sd > 0, sd, 1.0)
+    lag = SPACING_LAG * thin.shape[1] / n_draw
+    spacing = [_spacing(z[i], lag) for i in range(n_chain)]
+    for i in range(n_chain):
+        for j in range(i + 1, n_chain):
+            d2 = _squared_distances(z[i], z[j])
+            cross = max(np.median(np.min(d2, axis=k)) for k in (0, 1))
+            if np.sqrt(cross) <= SEPARATION * max(spacing[i], spacing[j]):
+                continue
+            a, b = np.unravel_index(np.argmin(d2), d2.shape)
+            apart[i, j] = apart[j, i] = _barrier(thin[i, a], thin[j, b], log_density)
+    return apart
+
+
 def _near(x, mean, sd, radius2) -> np.ndarray:
     """``near[i, j]``: some draw of chain ``j`` lies within ``radius2`` of chain ``i``'s
     mean in chain ``i``'s diagonal metric."""
@@ -61,7 +124,7 @@ def _near(x, mean, sd, radius2) -> np.ndarray:
     return near
 
 
-def chain_clusters(x, probability: float = NEAR_PROBABILITY) -> list[np.ndarray]:
+def chain_clusters(x, probability: float = NEAR_PROBABILITY, log_density=None) -> list[np.ndarray]:
     """Group chains into clusters of chains that sample the same region.
 
     Chains ``i`` and ``j`` overlap when some draw of ``j`` lies inside chain ``i``'s
@@ -73,12 +136,33 @@ def chain_clusters(x, probability: float = NEAR_PROBABILITY) -> list[np.ndarray]
     crosses between two modes joins their chains into one cluster, and a chain stuck in a
     corner of another's region (a funnel's neck) joins it.
 
+    The ellipsoids see only each chain's means and spreads. Two thin Gaussian shells in 5-D
+    (radius 2, centres 7 apart, in the unconstrained coordinates of a uniform box) overlap
+    by them, and four chains split 3 : 1 between the shells were pooled as one region:
+    bridge sampling was 0.13 nats low with an se of 0.22 (the chains' disagreement). Given
+    the ``log_density``, two chains the ellipsoids join are held apart where their draws
+    are apart *and* a barrier lies between them:
+
+    * the median distance from a draw of one chain to the nearest draw of the other is
+      more than :data:`SEPARATION` times the chains' spacing (a chain's median distance
+      from a draw to its nearest draw more than :data:`SPACING_LAG` draws away;
+      coordinates in units of the pooled standard deviation). For chains of one region
+      both medians measure the same thing: their ratio was 0.93-1.05 on mixtures,
+      hierarchies (10 and 302 dimensions), an LKJ model, a latent GP and an AR(1)
+      series; the shells' chains 3.5-3.7, a 2-component mixture's 35;
+    * the log density dips more than :data:`BARRIER` nats below both ends on the segment
+      joining the two chains' closest draws, so that two slowly mixing chains of one
+      connected region (a ridge each explores a part of) are not counted twice (the
+      shells' barrier: about 100 nats).
     Parameters
     ----------
     x : array_like, shape (chain, draw, d)
         Draws of each chain.
     probability : float
         The ellipsoids' probability under a Gaussian (see :data:`NEAR_PROBABILITY`).
+    log_density : callable, optional
+        ``log_density(points) -> values`` on rows of the same coordinates as ``x`` (the
+        model's joint log density); without it only the ellipsoids decide.
 
     Returns
     -------
@@ -102,7 +186,7 @@ def chain_clusters(x, probability: float = NEAR_PROBABILITY) -> list[np.ndarray]
         raise ValueError(f"probability must be in (0, 1), got {probability}")
     radius2 = stats.chi2.ppf(probability, x.shape[-1])
     near = _near(x, x.mean(axis=1), x.std(axis=1, ddof=1), radius2)
-    reach = (near | near.T).astype(int)
+    reach = ((near | near.T) & ~_apart(x, log_density)).astype(int)
     while True:  # transitive closure by repeated squaring
         wider = ((reach @ reach) > 0).astype(int)
         if np.array_equal(wider, reach):

@@ -193,10 +193,10 @@ def _layout(runs, iterates) -> dict:
     return {"chain_dim": "run", "chain_values": per_run, **layout}
 
 
-def _clusters(x) -> list[np.ndarray]:
+def _clusters(x, log_density) -> list[np.ndarray]:
     """The clusters of chains, or all chains as one where a cluster is too small or too
     degenerate for a proposal of its own."""
-    clusters = chain_clusters(x)
+    clusters = chain_clusters(x, log_density=log_density)
     half, d = x.shape[1] // 2, x.shape[-1]
     for idx in clusters:
         fit = x[idx, :half].reshape(-1, d)
@@ -227,13 +227,14 @@ def _estimate_modes(problem, x, clusters, options, rng):
     cluster and no missed mode, the plain estimate of :func:`_estimate`."""
     parts = [_estimate(problem.log_f, x[idx], options, rng) for idx in clusters]
     log_z, _, _ = sum_of_parts([p[0].log_z for p in parts], [p[0].se for p in parts])
-    log_mass, mass_se = missed_mode_masses(problem.space, x, clusters, log_z, rng)
-    if len(clusters) == 1 and not log_mass.size:
+    missed = missed_mode_masses(problem.space, x, clusters, log_z, rng, problem.log_f)
+    if len(clusters) == 1 and not missed.log_mass.size:
         est, runs, iterates = parts[0]
         extra = {"n_clusters": 1.0, "n_missed_modes": 0.0}
-        return replace(est, diagnostics={**est.diagnostics, **extra}), runs, iterates, []
-    est, runs, iterates = _totals(parts, clusters, x.shape[0], log_mass, mass_se)
-    return est, runs, iterates, missed_mode_messages(log_mass, est.log_z)
+        est = replace(est, diagnostics={**est.diagnostics, **extra})
+    else:
+        est, runs, iterates = _totals(parts, clusters, x.shape[0], missed.log_mass, missed.se)
+    return est, runs, iterates, missed_mode_messages(missed, est.log_z)
 
 
 def _convergence_messages(idata, clusters) -> list:
@@ -257,7 +258,7 @@ def bridge_parts(problem, idata, options) -> MethodResult:
     """Bridge-sample the draws of ``idata`` for ``problem``'s model; every group of
     ``idata`` is kept in the result."""
     x = _posterior_draws(idata, problem.space)
-    clusters = _clusters(x)
+    clusters = _clusters(x, problem.log_f)
     est, runs, iterates, missed = _estimate_modes(
         problem, x, clusters, options, problem.rng("method")
     )
