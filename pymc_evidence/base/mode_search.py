@@ -84,10 +84,10 @@ def _offset(callback, done: int, n: int):
     return lambda i, _total: callback(done + i, done + n)
 
 
-def search_modes(space: ModelSpace, base, density, rng, *, callback=None):
-    """Modes of the posterior from the initial point, the base's means, the modes of a
-    mixture likelihood's components (:mod:`~pymc_evidence.base.component_starts`) and prior
-    draws.
+def search_modes(space: ModelSpace, base, density, rng, *, starts=None, callback=None):
+    """Modes of the posterior from the initial point, the base's means (and ``starts``, an
+    array of further points, e.g. the means of posterior chains), the modes of a mixture
+    likelihood's components (:mod:`~pymc_evidence.base.component_starts`) and prior draws.
 
     The prior starts come in batches (:data:`N_PRIOR_STARTS`, then doubling) while the
     basins they reach say that much of the prior lies in basins none reached
@@ -103,7 +103,8 @@ def search_modes(space: ModelSpace, base, density, rng, *, callback=None):
     """
     kept: list[Mode] = []
     fixed = mode_starts(space, base)
-    fixed = np.vstack([fixed, component_starts(space, fixed[0])])
+    more = np.empty((0, space.ndim)) if starts is None else np.atleast_2d(starts)
+    fixed = np.vstack([fixed, more, component_starts(space, fixed[0])])
     ascend_into(space, density, fixed, kept, callback=callback)
     n, cap = N_PRIOR_STARTS, MAX_PRIOR_STARTS
     if space.ndim > SMALL_DIM:

@@ -4,11 +4,15 @@ Bridge sampling can only see the mass its posterior draws sample. A narrow mode 
 most of the evidence inside a broad one (a spike in a bump) is never entered by NUTS chains
 that start in the bump, and the estimate is the bump's mass alone, with a small se.
 
-A quasi-Newton ascent of ``log f`` (:func:`~pymc_evidence.base.laplace.find_modes`) from
-the model's initial point, from each cluster's mean and from the modes of a mixture
-likelihood's components (:mod:`~pymc_evidence.base.component_starts`) climbs into such a
-mode when its basin holds one of those points; ascents from a few prior draws also find a
-mirror mode that every chain missed (``y ~ N(theta^2, 1)`` with all chains at ``theta > 0``). A mode
+The base's mode search (:func:`~pymc_evidence.base.mode_search.search_modes`) runs with
+each cluster's mean as a further start: quasi-Newton ascents of ``log f`` from the model's
+initial point, the clusters' means and the modes of a mixture likelihood's components
+(:mod:`~pymc_evidence.base.component_starts`) climb into such a mode when its basin holds
+one of those points; ascents from prior draws, in batches while they keep reaching new
+basins, also find a mirror mode that every chain missed (``y ~ N(theta^2, 1)`` with all
+chains at ``theta > 0``; with 4 prior draws bridge missed the narrow mode of
+``testing.unequal_modes``, 0.36 nats low with an se of 0.001) and the many modes of an
+egg-box. A search still finding new basins when it stops is reported. A mode
 is *missed* when no posterior draw comes within Mahalanobis distance
 ``sqrt(chi2.ppf(0.999, d))`` of it in its own Laplace metric (a draw of the Laplace
 Gaussian itself lies that close with probability 0.999). A missed mode whose
@@ -35,18 +39,13 @@ from scipy import linalg, stats
 
 from ..base.advi import BaseFitError, evaluate_bases
 from ..base.batched_logp import batched_logp
-from ..base.component_starts import component_starts
-from ..base.laplace import find_modes
-from ..base.mode_search import N_PRIOR_STARTS as BASE_PRIOR_STARTS
-from ..base.mode_search import N_PRIOR_STARTS_LARGE, SMALL_DIM
+from ..base.mode_search import WARN_UNSEEN, search_modes
 from ..base.modes import credible_modes
-from ..base.prior import prior_draws
 from ..estimators.diagnostics import CrossCheckWarning, tagged
 
 __all__ = [
     "NEAR_PROBABILITY",
     "N_EVAL",
-    "N_PRIOR_STARTS",
     "PEAK_SLACK",
     "MissedModes",
     "missed_mode_masses",
@@ -57,12 +56,6 @@ __all__ = [
 #: A draw is near a mode when a draw of the mode's Laplace Gaussian would be as close with
 #: this probability (``chi2.ppf(p, d)`` on the squared Mahalanobis distance).
 NEAR_PROBABILITY = 0.999
-#: Prior draws that start ascents too, as in the base's mode search: a mode whose basin
-#: holds neither the initial point nor a cluster's mean (a mirror mode no chain entered, a
-#: narrow mode next to a broad one) is found when one of them lies in its basin. With 4
-#: draws bridge missed the narrow mode of ``testing.unequal_modes`` (16 % of the prior
-#: mass) at seed 1 and reported the broad mode alone, 0.36 nats low with an se of 0.001.
-N_PRIOR_STARTS = BASE_PRIOR_STARTS
 #: Draws of each candidate mode's Laplace Gaussian for its importance-sampling mass.
 N_EVAL = 2000
 #: A missed mode that could not be measured is reported when its peak log density is at
@@ -73,21 +66,14 @@ PEAK_SLACK = 1.0
 @dataclass(frozen=True)
 class MissedModes:
     """The modes the chains missed: the log masses (and their se) of those added to the
-    estimate, and how many more reach as high as the draws but could not be measured."""
+    estimate, how many more reach as high as the draws but could not be measured, and the
+    share of the prior the mode search's ascents never reached a basin of
+    (:func:`~pymc_evidence.base.mode_search.unseen_share`)."""
 
     log_mass: np.ndarray
     se: np.ndarray
     n_unmeasured: int = 0
-
-
-def _starts(space, x, clusters, rng) -> np.ndarray:
-    """The model's initial point, each cluster's mean, the modes of a mixture likelihood's
-    components and a few prior draws (unconstrained space)."""
-    means = [x[idx].reshape(-1, x.shape[-1]).mean(axis=0) for idx in clusters]
-    n = N_PRIOR_STARTS if space.ndim <= SMALL_DIM else N_PRIOR_STARTS_LARGE
-    prior = prior_draws(space, n, rng)
-    start = space.initial_x()
-    return np.vstack([start[None, :], *means, component_starts(space, start), *prior])
+    unseen_share: float = 0.0
 
 
 def visited(mode, flat: np.ndarray) -> bool:
@@ -107,8 +93,7 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
     x : ndarray, shape (chain, draw, d)
         The posterior draws (unconstrained).
     clusters : list of array of int
-        Chains of each cluster; the ascents start from their means, the initial point and
-        :data:`N_PRIOR_STARTS` prior draws (8 above 30 dimensions).
+        Chains of each cluster; the mode search starts from their means too.
     log_z : float
         The bridge estimate from the draws (the share of a mode is ``m / (Z + m)``).
     rng : numpy.random.Generator
@@ -126,13 +111,15 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
         :data:`PEAK_SLACK` of the draws' highest density.
     """
     density = batched_logp(space)
-    modes = find_modes(space, _starts(space, x, clusters, rng), density=density)
+    means = [x[idx].reshape(-1, x.shape[-1]).mean(axis=0) for idx in clusters]
+    modes, search = search_modes(space, None, density, rng, starts=np.array(means))
     flat = x.reshape(-1, x.shape[-1])
     missed = [mode for mode in modes if not visited(mode, flat)]
     kept = credible_modes(missed, log_z, space, rng, n_eval=N_EVAL) if missed else []
     n_unmeasured = _high_peaks(log_f, _distinct(missed, kept), flat)
+    share = float(search["unseen_share"])
     if not kept:
-        return MissedModes(np.empty(0), np.empty(0), n_unmeasured)
+        return MissedModes(np.empty(0), np.empty(0), n_unmeasured, share)
     log_mass, se = [], []
     again = evaluate_bases(density, kept, N_EVAL, rng)
     for mode, fresh in zip(kept, again, strict=True):
@@ -142,7 +129,7 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
             continue
         log_mass.append(fresh["log_is"])
         se.append(float(np.sqrt(max(1.0 / fresh["is_ess"] - 1.0 / N_EVAL, 0.0))))
-    return MissedModes(np.array(log_mass), np.array(se), n_unmeasured)
+    return MissedModes(np.array(log_mass), np.array(se), n_unmeasured, share)
 
 
 def _same(a, b) -> bool:
@@ -183,6 +170,13 @@ def missed_mode_messages(missed: MissedModes, log_z: float) -> list:
             "draw came near a local maximum of the density found by optimization); its mass "
             "was added from its Laplace approximation (importance sampling, log mass "
             f"{m:.4g}). method='smc' starts from a base that holds every mode found"
+        )
+    if missed.unseen_share > WARN_UNSEEN:
+        messages.append(
+            f"the search for modes the chains missed was still finding new ones when it "
+            f"stopped: about {missed.unseen_share:.0%} of the prior's mass lies in basins "
+            "it never reached, and modes there are missing from the estimate without its "
+            "se showing it. Use method='smc', whose base holds every mode its search found"
         )
     if missed.n_unmeasured:
         messages.append(
