@@ -25,3 +25,20 @@ def radon():
     idx, counties = county_coding(data)
     x, y = data["floor"].to_numpy(float), data["log_radon"].to_numpy(float)
     return {"idx": idx, "x": x, "y": y, "k": len(counties)}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A one-parameter normal model (``mu ~ N(0, 1)``, two observations), its standard
+    normal base and batched density: ``(model, base, density)``, for engine tests."""
+    import numpy as np
+    import pymc as pm
+
+    from pymc_evidence.base import GaussianBase
+    from pymc_evidence.engines import batched_log_densities
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.5, -0.2]))
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    return model, base, batched_log_densities(model, base)

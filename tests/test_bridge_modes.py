@@ -328,3 +328,15 @@ def test_egg_box_modes_no_chain_visited_are_searched_for_until_none_is_new():
     est = log_evidence(out)
     assert est.diagnostics["n_clusters"] + est.diagnostics["n_missed_modes"] == 18
     assert_log_z(est, case.log_z, abs_tol=0.15, label="egg-box, bridge")
+
+
+def test_a_funnels_neck_is_no_missed_region():
+    """The centred radon intercepts (89 parameters, real data): an ascent climbs into the
+    funnel's neck, higher than any draw, with no barrier on the way; that is no missed
+    region, and no warning says so (it did before the barrier test)."""
+    case = T.centred_radon_intercepts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = pme.sample_evidence(case.model, method="bridge", random_seed=1, progressbar=False)
+    assert not [w for w in caught if "region(s)" in str(w.message)]
+    assert_log_z(log_evidence(out), case.log_z, abs_tol=0.15, label="centred radon, bridge")

@@ -11,35 +11,22 @@ import re
 from io import StringIO
 
 import numpy as np
-import pymc as pm
 import pytest
 import rich.console
 from rich.console import Console
 
 import pymc_evidence as pme
 from pymc_evidence import progress
-from pymc_evidence.base import GaussianBase
 from pymc_evidence.compat import get_group
 from pymc_evidence.engines import (
     KernelSettings,
     LinkSettings,
-    batched_log_densities,
     run_forward_ais,
     run_lis,
     run_reverse_ais,
     sigmoidal_schedule,
 )
 from pymc_evidence.progress import progress_bar, progress_bars, smc_progress
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    """A one-parameter normal model, its standard normal base and batched density."""
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("y", mu, 1.0, observed=np.array([0.5, -0.2]))
-    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
-    return model, base, batched_log_densities(model, base)
 
 
 def _terminal():

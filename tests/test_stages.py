@@ -10,10 +10,8 @@ and that nothing a step changes lives on the kernel.
 import dataclasses
 
 import numpy as np
-import pymc as pm
 import pytest
 
-from pymc_evidence.base import GaussianBase
 from pymc_evidence.engines import (
     AISInfo,
     AISKernel,
@@ -24,7 +22,6 @@ from pymc_evidence.engines import (
     SMCRunInfo,
     StageInfo,
     anneal,
-    batched_log_densities,
     run_forward_ais,
     run_lis,
     run_reverse_ais,
@@ -36,18 +33,8 @@ from pymc_evidence.engines.smc_kernel import Kernel
 from pymc_evidence.engines.stages import STAGE_FIELDS
 
 
-@pytest.fixture(scope="module")
-def normal_model():
-    """``mu ~ N(0, 1)``, ``y | mu ~ N(mu, 1)``, one observation, and a moments base."""
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("y", mu, 1.0, observed=np.array([0.5]))
-    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
-    return base, batched_log_densities(model, base)
-
-
-def test_forward_ais_is_its_kernel_stepped_by_the_driver(normal_model):
-    base, density = normal_model
+def test_forward_ais_is_its_kernel_stepped_by_the_driver(tiny):
+    _, base, density = tiny
     betas = sigmoidal_schedule(8)
     x0 = base.sample(64, np.random.default_rng(1))
     works, info = run_forward_ais(density, base, betas, 64, np.random.default_rng(2), x0=x0)
@@ -64,8 +51,8 @@ def test_forward_ais_is_its_kernel_stepped_by_the_driver(normal_model):
     assert state.stage == 8 and first.beta == 0.0 and infos[-1].n_moves == 0
 
 
-def test_smc_is_its_kernel_stepped_by_the_driver(normal_model):
-    base, density = normal_model
+def test_smc_is_its_kernel_stepped_by_the_driver(tiny):
+    _, base, density = tiny
     x0 = base.sample(100, np.random.default_rng(3))
     settings = SMCSettings(schedule=sigmoidal_schedule(6))
     log_z, info = run_resample_move(density, x0, np.random.default_rng(4), settings)
@@ -81,9 +68,9 @@ def test_smc_is_its_kernel_stepped_by_the_driver(normal_model):
     assert info.acceptance[-1] == infos[-1].acceptance and first.n_moves == 0
 
 
-def test_every_record_names_its_stages_alike(normal_model):
+def test_every_record_names_its_stages_alike(tiny):
     """``beta``, ``acceptance``, ``step_size`` and ``n_moves``, one value per temperature."""
-    base, density = normal_model
+    _, base, density = tiny
     rng = np.random.default_rng(5)
     betas = sigmoidal_schedule(5)
     _, fwd = run_forward_ais(density, base, betas, 32, rng)

@@ -29,6 +29,7 @@ from .record import EvidenceEstimate
 
 __all__ = [
     "BARRIER",
+    "barrier_between",
     "NEAR_PROBABILITY",
     "SEPARATION",
     "chain_clusters",
@@ -78,9 +79,18 @@ def _spacing(z: np.ndarray, lag: float) -> float:
     return float(np.sqrt(np.median(np.min(d2, axis=1))))
 
 
-def _barrier(a: np.ndarray, b: np.ndarray, log_density) -> bool:
+def barrier_between(a: np.ndarray, b: np.ndarray, log_density) -> bool:
     """Whether the log density dips more than :data:`BARRIER` nats below both ``a`` and
-    ``b`` (or is not finite) somewhere on the segment between them."""
+    ``b`` (or is not finite) somewhere on the segment between them.
+
+    Examples
+    --------
+    >>> two = lambda p: np.logaddexp(-0.5 * (p[:, 0] + 5) ** 2, -0.5 * (p[:, 0] - 5) ** 2)
+    >>> barrier_between(np.array([-5.0]), np.array([5.0]), two)  # 12 nats down at 0
+    True
+    >>> barrier_between(np.array([-5.0]), np.array([-3.0]), two)  # one slope, no dip
+    False
+    """
     t = np.linspace(0.0, 1.0, SEGMENT_POINTS + 2)[:, None]
     values = np.asarray(log_density(a + t * (b - a)), dtype=float)
     inner = np.where(np.isfinite(values[1:-1]), values[1:-1], -np.inf)
@@ -107,7 +117,7 @@ def _apart(x: np.ndarray, log_density) -> np.ndarray:
             if np.sqrt(cross) <= SEPARATION * max(spacing[i], spacing[j]):
                 continue
             a, b = np.unravel_index(np.argmin(d2), d2.shape)
-            apart[i, j] = apart[j, i] = _barrier(thin[i, a], thin[j, b], log_density)
+            apart[i, j] = apart[j, i] = barrier_between(thin[i, a], thin[j, b], log_density)
     return apart
 
 

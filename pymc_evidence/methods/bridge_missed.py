@@ -24,10 +24,11 @@ choice, with the se of a log-mean of importance weights, ``sqrt(1 / ESS - 1 / n)
 
 A missed mode whose mass its Laplace Gaussian cannot measure (the rules drop it) is still
 reported when its peak is as high as the highest posterior draw's density (within
-:data:`PEAK_SLACK` nats): two thin Gaussian shells in 5-D whose four chains all sat in one
-shell gave 0.66 nats low with an se of 0.03 and no warning; the ascents reached the other
-shell (peak -5.61, the draws' highest -5.63), but a shell is no Gaussian, and its mass
-stayed out of the estimate. A :class:`~pymc_evidence.CrossCheckWarning` now says so.
+:data:`PEAK_SLACK` nats) and the density dips between it and the nearest draw: two thin
+Gaussian shells in 5-D whose four chains all sat in one shell gave 0.66 nats low with an se
+of 0.03 and no warning; the ascents reached the other shell (peak -5.61, the draws' highest
+-5.63), but a shell is no Gaussian, and its mass stayed out of the estimate. A
+:class:`~pymc_evidence.CrossCheckWarning` now says so.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..base.advi import BaseFitError, evaluate_bases
 from ..base.batched_logp import batched_logp
 from ..base.mode_search import WARN_UNSEEN, search_modes
 from ..base.modes import credible_modes
+from ..estimators.bridge_modes import barrier_between
 from ..estimators.diagnostics import CrossCheckWarning, tagged
 
 __all__ = [
@@ -152,11 +154,24 @@ def _distinct(missed, kept) -> list:
 
 
 def _high_peaks(log_f, modes, flat: np.ndarray) -> int:
-    """How many of ``modes`` peak within :data:`PEAK_SLACK` of the draws' highest log f."""
+    """How many of ``modes`` peak within :data:`PEAK_SLACK` of the draws' highest log f
+    *and* lie beyond a barrier from the nearest draw
+    (:func:`~pymc_evidence.estimators.bridge_modes.barrier_between`; distances in units
+    of the draws' standard deviations). A hierarchy's ascent into its funnel's neck ends
+    higher than any draw, but nothing dips on the way there (the radon intercepts and
+    slopes were flagged without this)."""
     if not modes:
         return 0
-    peaks = log_f(np.array([m.mean for m in modes]))
-    return int(np.sum(peaks >= np.nanmax(log_f(flat)) - PEAK_SLACK))
+    points = np.array([m.mean for m in modes])
+    peaks = log_f(points)
+    high = np.flatnonzero(peaks >= np.nanmax(log_f(flat)) - PEAK_SLACK)
+    sd = flat.std(axis=0)
+    scale = np.where(sd > 0, sd, 1.0)
+    count = 0
+    for i in high:
+        nearest = flat[np.argmin(np.sum(((flat - points[i]) / scale) ** 2, axis=1))]
+        count += barrier_between(points[i], nearest, log_f)
+    return int(count)
 
 
 def missed_mode_messages(missed: MissedModes, log_z: float) -> list:
