@@ -4,10 +4,11 @@ Ordered means (PyMC's ``ordered`` transform, whose prior is not renormalized: th
 integrates over the ordered region only), a zero-inflated Poisson, Poisson random
 intercepts, an ordered logistic regression with ordered cutpoints, a regression whose
 missing responses PyMC imputes, a truncated normal likelihood, a hidden Markov chain of
-``pm.Categorical`` steps, a Beta-binomial hierarchy (42 parameters) and a negative binomial
-regression. Every builder returns ``(model, log_z)``;
-``default_coverage.py`` and ``first_call.py --models`` take their names. Run this file to
-print each truth::
+``pm.Categorical`` steps, a Beta-binomial hierarchy (42 parameters), a negative binomial
+regression, a mixture written with a ``pm.Categorical`` allocation per row and a latent
+class model (a class per subject, a row of binary answers each). Every builder returns
+``(model, log_z)``; ``default_coverage.py`` and ``first_call.py --models`` take their
+names. Run this file to print each truth::
 
     PYTHONPATH=. .venv/bin/python benchmarks/user_models.py
 """
@@ -193,6 +194,55 @@ def hidden_markov(T: int = 40):
     return model, _log_simpson(log_f, gs, gp, gp)
 
 
+def allocated_mixture(n: int = 9):
+    """Two Gaussian components with known weights 0.4 / 0.6 and unit noise, means
+    ``~ N(0, 3)``, one ``pm.Categorical`` allocation per row; truth by enumerating every
+    allocation (the means integrate out in closed form for each)."""
+    rng = np.random.default_rng(1)
+    y = np.concatenate([rng.normal(-2.0, 1.0, 4), rng.normal(2.5, 1.0, n - 4)])
+    weights, s0 = np.array([0.4, 0.6]), 3.0
+    terms = []
+    for bits in np.ndindex(*(2,) * n):
+        z = np.array(bits)
+        term = np.log(weights[z]).sum()
+        for k in (0, 1):
+            yk = y[z == k]
+            if yk.size:
+                cov = np.eye(yk.size) + s0**2
+                term += stats.multivariate_normal(np.zeros(yk.size), cov).logpdf(yk)
+        terms.append(term)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, s0, shape=2)
+        z = pm.Categorical("z", p=weights, shape=n)
+        pm.Normal("y", mu[z], 1.0, observed=y)
+    return model, float(logsumexp(terms))
+
+
+def latent_class(n: int = 12):
+    """Two latent classes with Dirichlet(1, 1) weights, Beta(1, 1) probabilities of four
+    binary answers per class, one ``pm.Categorical`` class per subject; truth by
+    enumerating every allocation (Dirichlet-multinomial counts, Beta-Bernoulli answers)."""
+    rng = np.random.default_rng(3)
+    cls = rng.integers(0, 2, n)
+    probs = np.array([[0.85, 0.8, 0.2, 0.3], [0.15, 0.3, 0.9, 0.75]])
+    answers = (rng.uniform(size=(n, 4)) < probs[cls]).astype(int)
+    terms = []
+    for bits in np.ndindex(*(2,) * n):
+        z = np.array(bits)
+        counts = np.bincount(z, minlength=2)
+        term = gammaln(2) - gammaln(2 + n) + gammaln(1 + counts).sum()
+        for k in (0, 1):
+            yes = answers[z == k].sum(axis=0)
+            term += (betaln(1 + yes, 1 + counts[k] - yes) - betaln(1, 1)).sum()
+        terms.append(term)
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        theta = pm.Beta("theta", 1.0, 1.0, shape=(2, 4))
+        z = pm.Categorical("z", p=w, shape=n)
+        pm.Bernoulli("y", p=theta[z], observed=answers)
+    return model, float(logsumexp(terms))
+
+
 def beta_binomial_groups(J: int = 40):
     """Binomial successes per group with a Beta population (Gelman's rats, written as users
     write it): ``theta_j ~ Beta(a, b)``, ``a, b ~ HalfNormal(10)``; 42 parameters. Each
@@ -252,6 +302,8 @@ MODELS = {
     "truncated": truncated,
     "hidden_markov": hidden_markov,
     "beta_binomial_groups": beta_binomial_groups,
+    "allocated_mixture": allocated_mixture,
+    "latent_class": latent_class,
     "negative_binomial": negative_binomial,
 }
 

@@ -106,19 +106,33 @@ def test_vector_of_indicators_summed_out(method):
     assert z.shape[2:] == (3,) and set(np.unique(z)) <= {0, 1}
 
 
-def test_summed_model_density_is_the_sum():
-    """The continuous copy's joint density at a point equals the sum over z by hand."""
-    model = indicators()
-    summed = sum_out_discrete(model)
-    assert summed.names == ("z",) and summed.values["z"].shape == (8, 3)
-    mu = 0.7
-    logp = summed.model.compile_logp()({"mu": mu})
+def _sum_by_hand(mean_of_z, mu):
+    """``log Σ_z p(z) N(Y3; mean_of_z(z, mu), I) + log N(mu; 0, 2)`` over z's 8 values."""
     by_hand = []
-    for z in summed.values["z"]:
+    for bits in np.ndindex(2, 2, 2):
+        z = np.array(bits)
         prior = np.sum(np.where(z == 1, np.log(0.4), np.log(0.6)))
-        lik = stats.norm(z * mu, 1.0).logpdf(Y3).sum()
-        by_hand.append(prior + lik)
-    assert logp == pytest.approx(logsumexp(by_hand) + stats.norm(0, 2).logpdf(mu), abs=1e-7)
+        by_hand.append(prior + stats.norm(mean_of_z(z, mu), 1.0).logpdf(Y3).sum())
+    return logsumexp(by_hand) + stats.norm(0, 2).logpdf(mu)
+
+
+def test_summed_model_density_is_the_sum():
+    """The continuous copy's joint density at a point equals the sum over z by hand: summed
+    element by element where each z_i enters y_i alone (even with only 8 joint values: it
+    is the cheaper sum), over the joint values where they enter every y_i together."""
+    summed = sum_out_discrete(indicators())
+    assert summed.names == ("z",) and summed.elementwise and list(summed.values["z"]) == [0, 1]
+    logp = summed.model.compile_logp()({"mu": 0.7})
+    assert logp == pytest.approx(_sum_by_hand(lambda z, mu: z * mu, 0.7), abs=1e-7)
+
+    with pm.Model() as together:
+        z = pm.Bernoulli("z", 0.4, shape=3)
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", z.sum() * mu, 1.0, observed=Y3)
+    summed = sum_out_discrete(together)
+    assert not summed.elementwise and summed.values["z"].shape == (8, 3)
+    logp = summed.model.compile_logp()({"mu": 0.7})
+    assert logp == pytest.approx(_sum_by_hand(lambda z, mu: z.sum() * mu, 0.7), abs=1e-7)
 
 
 def test_supports_and_refusals():
@@ -245,3 +259,57 @@ def test_a_binomial_count_with_a_fixed_number_of_trials_is_summed():
     idata = pme.sample_evidence(model, random_seed=1, progressbar=False)
     assert_log_z(pme.log_evidence(idata), truth, abs_tol=0.05, label="N-mixture")
     assert set(np.unique(get_group(idata, "posterior")["N"].values)) <= set(range(6, 16))
+
+
+# A latent class per subject, several binary answers each: the answers' terms are
+# (subjects, items), the class (subjects,); summed class by class for each subject.
+_LC = np.random.default_rng(3)
+LC_CLASS = _LC.integers(0, 2, 8)
+LC_Y = _LC.uniform(size=(8, 3)) < np.array([[0.85, 0.8, 0.2], [0.15, 0.3, 0.9]])[LC_CLASS]
+
+
+def latent_class():
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        theta = pm.Beta("theta", 1.0, 1.0, shape=(2, 3))
+        z = pm.Categorical("z", p=w, shape=8)
+        pm.Bernoulli("y", p=theta[z], observed=LC_Y.astype(int))
+    return model
+
+
+def latent_class_log_z():
+    """Every one of the 2**8 allocations: Dirichlet-multinomial for the classes' counts,
+    Beta-Bernoulli for each class's answers to each item."""
+    from scipy.special import betaln
+
+    out = []
+    for bits in np.ndindex(*(2,) * 8):
+        z = np.array(bits)
+        counts = np.bincount(z, minlength=2)
+        term = gammaln(2) - gammaln(2 + 8) + gammaln(1 + counts).sum()
+        for k in (0, 1):
+            yes = LC_Y[z == k].sum(axis=0)
+            term += (betaln(1 + yes, 1 + counts[k] - yes) - betaln(1, 1)).sum()
+        out.append(term)
+    return float(logsumexp(out))
+
+
+def test_latent_class_with_rows_of_answers_is_summed_by_subject():
+    model = latent_class()
+    summed = sum_out_discrete(model)
+    assert summed.elementwise and list(summed.values["z"]) == [0, 1]
+    idata = pme.sample_evidence(model, random_seed=1, progressbar=False)
+    assert_log_z(pme.log_evidence(idata), latent_class_log_z(), abs_tol=0.15, label="classes")
+    z = get_group(idata, "posterior")["z"].values
+    assert z.shape[2:] == (8,) and set(np.unique(z)) <= {0, 1}
+
+
+def test_answers_depending_on_another_subjects_class_are_not_summed_by_subject():
+    """``y[i]`` depends on ``z[(i + 1) % 8]`` through a roll: not separable by subject,
+    and 256 joint values are summed together instead (the cyclic check catches it)."""
+    with pm.Model() as model:
+        theta = pm.Beta("theta", 1.0, 1.0, shape=(2, 3))
+        z = pm.Bernoulli("z", 0.5, shape=8)
+        pm.Bernoulli("y", p=theta[pm.math.concatenate([z[1:], z[:1]])], observed=LC_Y)
+    summed = sum_out_discrete(model)
+    assert not summed.elementwise and summed.values["z"].shape == (256, 8)

@@ -56,7 +56,20 @@ def _correlated():
     return model
 
 
+def _matrix_last():
+    """A matrix-shaped variable last in the flat vector, indexed by a data array: its
+    gradient reshapes the slice ``x[1:9]``, whose length PyTensor bounds by the vector's
+    (``min(9, len(x))``) unless that length is static; jax cannot trace such a shape."""
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        theta = pm.Beta("theta", 1.0, 1.0, shape=(2, 4))
+        p = w[0] * theta[np.array([0, 1, 1])] + w[1] * 0.5
+        pm.Bernoulli("y", p=p, observed=np.array([[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 0]]))
+    return model
+
+
 _MODELS = {
+    "matrix_last": _matrix_last,
     "correlated": _correlated,
     "regression": lambda: conjugate_regression(d=3).model,
     "beta_bernoulli": lambda: beta_bernoulli(n=10, heads=3).model,  # logit-transformed p
@@ -64,7 +77,9 @@ _MODELS = {
 }
 
 
-@pytest.mark.parametrize("name", ["regression", "beta_bernoulli", "outside_support", "correlated"])
+@pytest.mark.parametrize(
+    "name", ["regression", "beta_bernoulli", "outside_support", "correlated", "matrix_last"]
+)
 def test_batched_logp_matches_default_backend(name):
     space = model_space(_MODELS[name]())
     rows = np.random.default_rng(0).normal(0.0, 2.0, size=(37, space.ndim))

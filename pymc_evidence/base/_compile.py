@@ -42,6 +42,7 @@ __all__ = [
     "compile_fn",
     "compile_rows",
     "no_jit_mode",
+    "rows_of",
     "current_backend",
     "resolve_backend",
     "use_backend",
@@ -52,6 +53,14 @@ __all__ = [
 #: The backends of the batched density (see the module's docstring).
 BACKENDS = ("auto", "default", "jax")
 _BACKEND: ContextVar[str] = ContextVar("pymc_evidence_backend", default="auto")
+
+
+def rows_of(flat):
+    """A float64 matrix whose rows stand for the vector ``flat`` in
+    :func:`~pytensor.graph.replace.vectorize_graph`, with ``flat``'s static length as its
+    own: a row length unknown to PyTensor cannot be proved to broadcast against a
+    variable of size 1 (a 2-component simplex), and the vectorized graph then fails."""
+    return pt.tensor("xs", dtype="float64", shape=(None, flat.type.shape[0]))
 
 
 def compile_fn(inputs, outputs, *, jit: bool = True, **kwargs):
@@ -287,7 +296,7 @@ def compile_rows(
                 raise
     if vectorize:
         try:
-            xs = pt.matrix("xs", dtype="float64")
+            xs = rows_of(flat)
             fn = compile_fn([xs], vectorize_graph(outputs, replace={flat: xs}))
             fn.trust_input = True  # callers pass float64 matrices only
             return True, fn

@@ -19,7 +19,7 @@ from pymc.initial_point import make_initial_point_expression, make_initial_point
 from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from ._compile import compile_fn
+from ._compile import compile_fn, rows_of
 
 __all__ = ["ModelSpace", "model_space"]
 
@@ -134,7 +134,7 @@ class ModelSpace:
         float64 vector ``flat`` (in the order of ``value_vars``, default this model's; pass
         a clone's variables, ordered by :attr:`names`, for a cloned model)."""
         value_vars = self.model.value_vars if value_vars is None else value_vars
-        flat = pt.vector("x", dtype="float64")
+        flat = pt.tensor("x", dtype="float64", shape=(self.ndim,))  # static: see rows_of
         replace, start = {}, 0
         for var, shape, size in zip(value_vars, self.shapes, self.sizes, strict=True):
             replace[var] = flat[start : start + size].reshape(shape).astype(var.dtype)
@@ -155,7 +155,7 @@ class ModelSpace:
         a leading dimension of ``len(xs)``; for functions called a few times per call."""
         flat, graph = self.on_flat(graph)
         try:
-            xs = pt.matrix("xs", dtype="float64")
+            xs = rows_of(flat)
             fn = compile_fn([xs], vectorize_graph(graph, replace={flat: xs}), jit=False)
         except Exception:  # an op that cannot be batched: one row at a time
             one = compile_fn([flat], graph, jit=False)

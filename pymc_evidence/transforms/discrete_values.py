@@ -108,7 +108,11 @@ def joint_values(discrete, model: pm.Model, point=None) -> dict:
             f"the discrete variables {names} take {count:.3g} joint values, more than the "
             f"{MAX_JOINT_VALUES} pymc_evidence sums over, and no order of summing them one "
             "at a time keeps every table within that. Sum them out in the model (per "
-            "observation: pm.Mixture / pm.NormalMixture instead of an indicator per row)."
+            "observation: pm.Mixture / pm.NormalMixture instead of an indicator per row). "
+            "Indicators that enter one term together (variable selection over many "
+            "coefficients) have no cheaper exact sum: fewer of them, a continuous "
+            "relaxation, or pm.sample_smc (its Metropolis moves take discrete variables; "
+            "its estimate has no error bar)."
         )
     grid = np.stack([g.ravel() for g in np.meshgrid(*supports, indexing="ij")], axis=1)
     out, start = {}, 0
