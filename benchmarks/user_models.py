@@ -5,8 +5,9 @@ integrates over the ordered region only), a zero-inflated Poisson, Poisson rando
 intercepts, an ordered logistic regression with ordered cutpoints, a regression whose
 missing responses PyMC imputes, a truncated normal likelihood, a hidden Markov chain of
 ``pm.Categorical`` steps, a Beta-binomial hierarchy (42 parameters), a negative binomial
-regression, a mixture written with a ``pm.Categorical`` allocation per row and a latent
-class model (a class per subject, a row of binary answers each). Every builder returns
+regression, a mixture written with a ``pm.Categorical`` allocation per row, a latent
+class model (a class per subject, a row of binary answers each), a Poisson change point
+with a ``pm.DiscreteUniform`` switchpoint and a ``pm.LKJCorr`` correlation. Every builder returns
 ``(model, log_z)``; ``default_coverage.py`` and ``first_call.py --models`` take their
 names. Run this file to print each truth::
 
@@ -243,6 +244,50 @@ def latent_class(n: int = 12):
     return model, float(logsumexp(terms))
 
 
+def change_point(n_t: int = 40):
+    """Poisson counts whose rate switches after a ``pm.DiscreteUniform`` year (the
+    coal-mining model of PyMC's tutorials), rates ``~ Gamma(2, 0.5)``; truth: for each
+    switchpoint both rates integrate in closed form (Gamma-Poisson)."""
+    rng = np.random.default_rng(5)
+    counts = np.r_[rng.poisson(3.5, 23), rng.poisson(1.0, n_t - 23)]
+    a, b = 2.0, 0.5
+
+    def gamma_poisson(c):
+        total = c.sum()
+        return (
+            a * np.log(b) - gammaln(a) + gammaln(a + total)
+            - (a + total) * np.log(b + c.size) - gammaln(c + 1).sum()
+        )  # fmt: skip
+
+    terms = [gamma_poisson(counts[: k + 1]) + gamma_poisson(counts[k + 1 :]) for k in range(n_t)]
+    with pm.Model() as model:
+        s = pm.DiscreteUniform("s", 0, n_t - 1)
+        early = pm.Gamma("early", alpha=a, beta=b)
+        late = pm.Gamma("late", alpha=a, beta=b)
+        pm.Poisson("y", pm.math.switch(s >= np.arange(n_t), early, late), observed=counts)
+    return model, float(logsumexp(terms) - np.log(n_t))
+
+
+def lkj_corr(n: int = 40):
+    """Bivariate normal data with unit scales and a ``pm.LKJCorr(n=2, eta=2)`` correlation;
+    truth by quadrature over ``r``, whose density is ``0.75 (1 - r^2)`` on PyMC 6 (the
+    value is the Cholesky factor) and 16/9 times that on PyMC 5 (the off-diagonal element;
+    its density is not normalized)."""
+    rng = np.random.default_rng(7)
+    y = rng.multivariate_normal([0, 0], [[1, -0.3], [-0.3, 1]], size=n)
+    with pm.Model() as model:
+        corr = pm.LKJCorr("corr", n=2, eta=2.0)
+        if corr.ndim == 2:
+            pm.MvNormal("y", np.zeros(2), chol=corr, observed=y)
+        else:
+            cov = pm.math.stack([[1.0, corr[0]], [corr[0], 1.0]])
+            pm.MvNormal("y", np.zeros(2), cov=cov, observed=y)
+    r = np.linspace(-1, 1, 4001)[1:-1]
+    log_f = [stats.multivariate_normal([0, 0], [[1, v], [v, 1]]).logpdf(y).sum() for v in r]
+    log_f = np.array(log_f) + np.log(0.75) + np.log1p(-r * r)
+    return model, _log_simpson(log_f, r) + (np.log(16 / 9) if corr.ndim == 1 else 0.0)
+
+
 def beta_binomial_groups(J: int = 40):
     """Binomial successes per group with a Beta population (Gelman's rats, written as users
     write it): ``theta_j ~ Beta(a, b)``, ``a, b ~ HalfNormal(10)``; 42 parameters. Each
@@ -305,6 +350,8 @@ MODELS = {
     "allocated_mixture": allocated_mixture,
     "latent_class": latent_class,
     "negative_binomial": negative_binomial,
+    "change_point": change_point,
+    "lkj_corr": lkj_corr,
 }
 
 

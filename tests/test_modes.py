@@ -175,6 +175,17 @@ def test_a_search_still_finding_modes_at_its_budget_warns(monkeypatch):
         warn_unseen(info)
 
 
+def test_a_batch_that_reaches_a_new_basin_asks_for_another():
+    """The egg-box at bridge's seed 9: one singleton in 64 starts (Good-Turing 1.6 %) while
+    the second batch had reached two new basins; the search stopped with 16 of 18 modes."""
+    from pymc_evidence.base.mode_search import keep_searching
+
+    hits = np.r_[np.repeat(np.arange(15), 4), 15, 15, 15, 16]  # 64 starts, one singleton
+    assert not keep_searching(hits, hits[32:], known=17)  # nothing new in the batch
+    assert keep_searching(hits, hits[32:], known=15)  # basins 15 and 16 were new
+    assert keep_searching(np.arange(64) % 40, [], known=40)  # many singletons
+
+
 def test_a_one_mode_posterior_gets_one_batch_of_starts():
     from pymc_evidence.base.batched_logp import batched_logp
     from pymc_evidence.base.mode_search import N_PRIOR_STARTS, search_modes

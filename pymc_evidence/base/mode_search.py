@@ -25,6 +25,7 @@ __all__ = [
     "N_PRIOR_STARTS_LARGE",
     "SMALL_DIM",
     "WARN_UNSEEN",
+    "keep_searching",
     "mode_starts",
     "search_modes",
     "unseen_share",
@@ -77,6 +78,24 @@ def unseen_share(hits) -> float:
     return float(np.sum(counts == 1) / hits.size)
 
 
+def keep_searching(hits, batch, known: int) -> bool:
+    """Whether the search needs another batch of prior starts: the starts so far (``hits``)
+    leave more than :data:`MAX_UNSEEN` of the prior in basins none reached, or the last
+    ``batch`` reached a basin none of the ``known`` ones before it was (the Good-Turing
+    share alone is noisy: one singleton in 64 starts reads 1.6 % while a basin as large as
+    any other is still missing).
+
+    Examples
+    --------
+    >>> keep_searching([0, 0, 1, 1], [1, 1], known=2)   # the batch found nothing new
+    False
+    >>> keep_searching([0, 0, 1, 1], [1, 1], known=1)   # it found basin 1
+    True
+    """
+    found_new = bool(np.any(np.asarray(batch, dtype=int) >= known))
+    return unseen_share(hits) > MAX_UNSEEN or found_new
+
+
 def _offset(callback, done: int, n: int):
     """``callback`` of a batch of ``n`` ascents after ``done`` others (one bar for all)."""
     if callback is None:
@@ -91,8 +110,11 @@ def search_modes(space: ModelSpace, base, density, rng, *, starts=None, callback
 
     The prior starts come in batches (:data:`N_PRIOR_STARTS`, then doubling) while the
     basins they reach say that much of the prior lies in basins none reached
-    (:func:`unseen_share` above :data:`MAX_UNSEEN`): a posterior of many modes (an egg-box,
-    label switching) gets the starts it needs, a one-mode posterior only the first batch.
+    (:func:`unseen_share` above :data:`MAX_UNSEEN`) or the last batch reached a basin no
+    earlier start had: a posterior of many modes (an egg-box, label switching) gets the
+    starts it needs, a one-mode posterior only the first batch. (On the egg-box's 18 modes
+    the second batch of 32 reached two new basins with one singleton in 64 starts, and the
+    search stopped with 16 modes: 0.11 nats of evidence missing behind an se of 0.003.)
 
     Returns
     -------
@@ -115,10 +137,11 @@ def search_modes(space: ModelSpace, base, density, rng, *, starts=None, callback
             draws = prior_draws(space, n, rng)
         except Exception:  # a model without a prior sampler: the other starts only
             break
-        done = len(fixed) + len(hits)
-        hits.extend(ascend_into(space, density, draws, kept, callback=_offset(callback, done, n)))
+        done, known = len(fixed) + len(hits), len(kept)
+        batch = ascend_into(space, density, draws, kept, callback=_offset(callback, done, n))
+        hits.extend(batch)
         share = unseen_share(hits)
-        n = min(len(hits), cap - len(hits)) if share > MAX_UNSEEN else 0
+        n = min(len(hits), cap - len(hits)) if keep_searching(hits, batch, known) else 0
     info = {"n_prior_starts": len(hits), "n_modes_found": len(kept), "unseen_share": share}
     return sorted(kept, key=lambda m: -m.log_zeta), info
 
