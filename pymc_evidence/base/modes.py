@@ -45,6 +45,7 @@ from .widen import widest_better
 
 __all__ = [
     "COVERAGE_GAP",
+    "MIN_ESS_SHARE",
     "add_missed_modes",
     "log_mass_se",
     "mixture_of",
@@ -56,8 +57,10 @@ __all__ = [
 COVERAGE_GAP = 3.0
 #: A missed mode is added when it holds at least this share of the evidence.
 MIN_SHARE = 0.01
-#: ... and its importance-sampling mass is within this many nats of its Laplace mass.
+#: ... and its importance-sampling mass is within this many nats of its Laplace mass, with
+#: an ESS of at least this share of the draws.
 MASS_AGREEMENT = 2.0
+MIN_ESS_SHARE = 0.1
 
 
 def coverage_gap(mode: Mode, base) -> float:
@@ -143,7 +146,7 @@ def _better_fits(modes, stats, density, n_eval, rng):
 
 def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     """The missed modes worth adding, each with its importance-sampling mass as
-    ``log_zeta`` (and widened where its Laplace Gaussian is too narrow, see
+    ``log_zeta`` (the Laplace mass as ``info["laplace_log_zeta"]``; and widened where its Laplace Gaussian is too narrow, see
     :func:`_better_fits`)."""
     kept = []
     stats = evaluate_bases(density, modes, n_eval, rng)
@@ -155,9 +158,10 @@ def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
         if (
             share >= MIN_SHARE
             and abs(log_mass - mode.log_zeta) <= MASS_AGREEMENT
-            and stat["is_ess"] >= 0.1 * n_eval
+            and stat["is_ess"] >= MIN_ESS_SHARE * n_eval
         ):
-            kept.append(mode.with_values(log_zeta=log_mass))
+            laplace = {**mode.info, "laplace_log_zeta": float(mode.log_zeta)}
+            kept.append(mode.with_values(log_zeta=log_mass, info=laplace))
     return kept
 
 
