@@ -146,8 +146,8 @@ def _better_fits(modes, stats, density, n_eval, rng):
 
 def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     """The missed modes worth adding, each with its importance-sampling mass as
-    ``log_zeta`` (the Laplace mass as ``info["laplace_log_zeta"]``; and widened where its Laplace Gaussian is too narrow, see
-    :func:`_better_fits`)."""
+    ``log_zeta`` (the Laplace mass as ``info["laplace_log_zeta"]``; and widened where its
+    Laplace Gaussian is too narrow, see :func:`_better_fits`)."""
     kept = []
     stats = evaluate_bases(density, modes, n_eval, rng)
     for mode, stat in _better_fits(modes, stats, density, n_eval, rng):
