@@ -317,17 +317,21 @@ def test_shells_split_three_to_one_are_summed_by_shell():
     assert est.se <= 0.15
 
 
-def test_egg_box_modes_no_chain_visited_are_searched_for_until_none_is_new():
-    """The egg-box's 18 modes, four chains in three of them: the mode search adds prior
-    starts while they keep reaching new basins (one fixed batch left modes out: -0.078 +-
-    0.007 at seed 2)."""
+@pytest.mark.parametrize("seed", [1, 6, 9])
+def test_egg_box_modes_no_chain_visited_are_searched_for_until_none_is_new(seed):
+    """The egg-box's 18 modes, four chains in three or four of them: the mode search adds
+    prior starts while they keep reaching new basins (one fixed batch left modes out:
+    -0.078 +- 0.007 at seed 2; stopping at a Good-Turing share under 2 % alone, 16 modes
+    and -0.109 +- 0.003 at seed 9). Each added mode's se includes the distance between its
+    Laplace and importance-sampling masses (seeds 5, 8, 9 were 0.013-0.017 low at se
+    0.003); seed 6's fresh mass of a corner mode had an ESS of 1 (+0.56 +- 0.43)."""
     case = T.egg_box()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CrossCheckWarning)  # the modes it added, one each
-        out = pme.sample_evidence(case.model, method="bridge", random_seed=1, progressbar=False)
+        out = pme.sample_evidence(case.model, method="bridge", random_seed=seed, progressbar=False)
     est = log_evidence(out)
     assert est.diagnostics["n_clusters"] + est.diagnostics["n_missed_modes"] == 18
-    assert_log_z(est, case.log_z, abs_tol=0.15, label="egg-box, bridge")
+    assert_log_z(est, case.log_z, abs_tol=0.05, label=f"egg-box, bridge, seed {seed}", se_max=0.05)
 
 
 def test_a_funnels_neck_is_no_missed_region():
