@@ -37,7 +37,7 @@ from .transforms.reparam import centred_scales, reparam_info
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
-STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete")
+STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "more_chains")
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`

@@ -26,6 +26,7 @@ from pymc_evidence.estimators.diagnostics import CrossCheckWarning
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.methods import bridge as bridge_method
 from pymc_evidence.methods.bridge_proposals import gaussian_fit
+from pymc_evidence.nuts import SamplingArgs
 from pymc_evidence.problem import EvidenceProblem
 from pymc_evidence.results import log_evidence
 
@@ -302,6 +303,25 @@ def test_a_missed_shell_whose_mass_cannot_be_measured_is_reported():
     assert missed.log_mass.size == 0 and missed.n_unmeasured == 1
     (message,) = missed_mode_messages(missed, half)
     assert message.category is CrossCheckWarning and "not in the estimate" in message
+
+
+def test_a_missed_shell_gets_chains_of_its_own():
+    """All four chains on one of the two shells (seed 2 at the defaults: 0.66 nats low, with
+    a warning): NUTS chains started at the other shell's peaks join the draws, each shell
+    is bridged alone, and a warning says the posterior group holds the first chains only."""
+    case = T.gaussian_shells()
+    sampling = SamplingArgs(draws=300, tune=300, chains=4, progressbar=False)
+    problem = EvidenceProblem.build(case.model, random_seed=1, reparam=None, sampling=sampling)
+    shell = _shell_draws(np.random.default_rng(SEED), np.array([3.5, 0, 0, 0, 0]), 1200, d=5)
+    posterior = xr.Dataset({"x": (("chain", "draw", "x_dim_0"), shell.reshape(4, 300, 5))})
+    idata = compat.new_idata({"posterior": posterior})
+    options = dict(bridge_method.OPTIONS)
+    result = bridge_method.bridge_parts(problem, idata, options, more_chains=True)
+    est = result.estimate
+    assert est.diagnostics["n_more_chains"] >= 2 and est.diagnostics["n_clusters"] == 2
+    assert any("more NUTS chains started there" in w for w in est.warnings)
+    assert not any("not in the estimate" in w for w in est.warnings)
+    assert_log_z(est, case.log_z, abs_tol=0.15, label="one shell sampled, then both")
 
 
 def test_shells_split_three_to_one_are_summed_by_shell():

@@ -36,7 +36,7 @@ of 0.03 and no warning; the ascents reached the other shell (peak -5.61, the dra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg, stats
@@ -47,12 +47,15 @@ from ..base.mode_search import WARN_UNSEEN, search_modes
 from ..base.modes import MIN_ESS_SHARE, credible_modes
 from ..estimators.bridge_modes import barrier_between
 from ..estimators.diagnostics import CrossCheckWarning, tagged
+from ..nuts import run_nuts
 
 __all__ = [
+    "MIN_MORE_CHAINS",
     "NEAR_PROBABILITY",
     "N_EVAL",
     "PEAK_SLACK",
     "MissedModes",
+    "chains_at",
     "missed_mode_masses",
     "missed_mode_messages",
     "visited",
@@ -66,6 +69,9 @@ N_EVAL = 2000
 #: A missed mode that could not be measured is reported when its peak log density is at
 #: most this many nats below the highest posterior draw's.
 PEAK_SLACK = 1.0
+#: Fewest NUTS chains started at such peaks (:func:`chains_at`): a cluster's se is the
+#: spread of its chains.
+MIN_MORE_CHAINS = 2
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,26 @@ class MissedModes:
     se: np.ndarray
     n_unmeasured: int = 0
     unseen_share: float = 0.0
+    peaks: np.ndarray | None = None  # (n_unmeasured, d): where those modes peak
+
+
+def chains_at(problem, peaks: np.ndarray, target_accept: float, draws: int):
+    """NUTS chains started at ``peaks`` (unconstrained points, highest first): one a peak,
+    at least :data:`MIN_MORE_CHAINS`, at most the call's ``chains``; ``draws`` each after
+    the call's tuning, seeded by stream ``"more_chains"``. Their draws let bridge sampling
+    measure a region the first chains never entered (a shell no Laplace Gaussian
+    measures)."""
+    sampling = problem.sampling
+    n = min(max(len(peaks), MIN_MORE_CHAINS), int(sampling.chains))
+    starts = [problem.space.constrain(peaks[i % len(peaks)]) for i in range(n)]
+    return run_nuts(
+        problem.model,
+        replace(sampling, chains=n, initvals=None),
+        random_seed=problem.int_seed("more_chains"),
+        target_accept=target_accept,
+        draws=int(draws),
+        initvals=starts,
+    )
 
 
 def visited(mode, flat: np.ndarray) -> bool:
@@ -121,10 +147,10 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
     flat = x.reshape(-1, x.shape[-1])
     missed = [mode for mode in modes if not visited(mode, flat)]
     kept = credible_modes(missed, log_z, space, rng, n_eval=N_EVAL) if missed else []
-    n_unmeasured = _high_peaks(log_f, _distinct(missed, kept), flat)
+    peaks = _high_peaks(log_f, _distinct(missed, kept), flat)
     share = float(search["unseen_share"])
     if not kept:
-        return MissedModes(np.empty(0), np.empty(0), n_unmeasured, share)
+        return MissedModes(np.empty(0), np.empty(0), len(peaks), share, peaks)
     log_mass, se = [], []
     again = evaluate_bases(density, kept, N_EVAL, rng)
     for mode, fresh in zip(kept, again, strict=True):
@@ -135,7 +161,7 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
             fresh = {"log_is": float(mode.log_zeta), "is_ess": MIN_ESS_SHARE * N_EVAL}
         log_mass.append(fresh["log_is"])
         se.append(_mass_se(fresh, mode))
-    return MissedModes(np.array(log_mass), np.array(se), n_unmeasured, share)
+    return MissedModes(np.array(log_mass), np.array(se), len(peaks), share, peaks)
 
 
 def _mass_se(fresh: dict, mode) -> float:
@@ -171,25 +197,27 @@ def _distinct(missed, kept) -> list:
     return out[len(kept) :]
 
 
-def _high_peaks(log_f, modes, flat: np.ndarray) -> int:
-    """How many of ``modes`` peak within :data:`PEAK_SLACK` of the draws' highest log f
-    *and* lie beyond a barrier from the nearest draw
-    (:func:`~pymc_evidence.estimators.bridge_modes.barrier_between`; distances in units
-    of the draws' standard deviations). A hierarchy's ascent into its funnel's neck ends
-    higher than any draw, but nothing dips on the way there (the radon intercepts and
-    slopes were flagged without this)."""
+def _high_peaks(log_f, modes, flat: np.ndarray) -> np.ndarray:
+    """Those of ``modes`` (their means, ``(k, d)``, highest first) that peak within
+    :data:`PEAK_SLACK` of the draws' highest log f *and* lie beyond a barrier from the
+    nearest draw (:func:`~pymc_evidence.estimators.bridge_modes.barrier_between`;
+    distances in units of the draws' standard deviations). A hierarchy's ascent into its
+    funnel's neck ends higher than any draw, but nothing dips on the way there (the radon
+    intercepts and slopes were flagged without this)."""
     if not modes:
-        return 0
+        return np.empty((0, flat.shape[-1]))
     points = np.array([m.mean for m in modes])
     peaks = log_f(points)
     high = np.flatnonzero(peaks >= np.nanmax(log_f(flat)) - PEAK_SLACK)
+    high = high[np.argsort(-peaks[high], kind="stable")]
     sd = flat.std(axis=0)
     scale = np.where(sd > 0, sd, 1.0)
-    count = 0
+    beyond = []
     for i in high:
         nearest = flat[np.argmin(np.sum(((flat - points[i]) / scale) ** 2, axis=1))]
-        count += barrier_between(points[i], nearest, log_f)
-    return int(count)
+        if barrier_between(points[i], nearest, log_f):
+            beyond.append(i)
+    return points[beyond].reshape(len(beyond), flat.shape[-1])
 
 
 def missed_mode_messages(missed: MissedModes, log_z: float) -> list:
