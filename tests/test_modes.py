@@ -184,6 +184,7 @@ def test_a_batch_that_reaches_a_new_basin_asks_for_another():
     assert not keep_searching(hits, hits[32:], known=17)  # nothing new in the batch
     assert keep_searching(hits, hits[32:], known=15)  # basins 15 and 16 were new
     assert keep_searching(np.arange(64) % 40, [], known=40)  # many singletons
+    assert not keep_searching(hits[:32], hits[:32], known=None)  # a first batch: share only
 
 
 def test_a_one_mode_posterior_gets_one_batch_of_starts():

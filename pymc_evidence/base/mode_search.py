@@ -78,12 +78,14 @@ def unseen_share(hits) -> float:
     return float(np.sum(counts == 1) / hits.size)
 
 
-def keep_searching(hits, batch, known: int) -> bool:
+def keep_searching(hits, batch, known: int | None) -> bool:
     """Whether the search needs another batch of prior starts: the starts so far (``hits``)
     leave more than :data:`MAX_UNSEEN` of the prior in basins none reached, or the last
     ``batch`` reached a basin none of the ``known`` ones before it was (the Good-Turing
     share alone is noisy: one singleton in 64 starts reads 1.6 % while a basin as large as
-    any other is still missing).
+    any other is still missing). ``known`` is None for the first batch: the fixed starts'
+    modes are no sample of the prior, and a first batch that finds a mode they missed (the
+    second of two Gaussian shells) says nothing about basins still unseen.
 
     Examples
     --------
@@ -91,8 +93,10 @@ def keep_searching(hits, batch, known: int) -> bool:
     False
     >>> keep_searching([0, 0, 1, 1], [1, 1], known=1)   # it found basin 1
     True
+    >>> keep_searching([0, 0, 1, 1], [0, 0, 1, 1], known=None)   # the first batch
+    False
     """
-    found_new = bool(np.any(np.asarray(batch, dtype=int) >= known))
+    found_new = known is not None and bool(np.any(np.asarray(batch, dtype=int) >= known))
     return unseen_share(hits) > MAX_UNSEEN or found_new
 
 
@@ -137,7 +141,7 @@ def search_modes(space: ModelSpace, base, density, rng, *, starts=None, callback
             draws = prior_draws(space, n, rng)
         except Exception:  # a model without a prior sampler: the other starts only
             break
-        done, known = len(fixed) + len(hits), len(kept)
+        done, known = len(fixed) + len(hits), (len(kept) if hits else None)
         batch = ascend_into(space, density, draws, kept, callback=_offset(callback, done, n))
         hits.extend(batch)
         share = unseen_share(hits)
