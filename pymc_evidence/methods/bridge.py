@@ -270,6 +270,8 @@ def _with_more_chains(problem, x, found, options):
 
 
 def _more_chains_message(x, n_chains: int) -> list:
+    """A :class:`~pymc_evidence.CrossCheckWarning` text when ``x`` holds more chains than
+    the ``n_chains`` of the posterior group (:func:`_with_more_chains` ran)."""
     n_more = x.shape[0] - n_chains
     if not n_more:
         return []
