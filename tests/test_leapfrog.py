@@ -143,7 +143,8 @@ def test_mixture_padding_shares_compilation():
 def test_subset_padded_to_its_set():
     """A run's copies (a subset of its particles) are padded to the whole set's rows where
     that at most doubles them: the same trajectory as unpadded, and no shape compiled
-    beyond the set's; a subset a quarter of the set's size is not padded to it."""
+    beyond the set's; a subset a quarter of the set's size is not padded to it, and 65-127
+    copies run at the pilot's 256 rows, not on a 128-row density of their own."""
     base = _bases()["full"]
     with use_backend("jax"):
         density = batched_log_densities(_model(), base)
@@ -159,3 +160,8 @@ def test_subset_padded_to_its_set():
     assert jitted._cache_size() == compiled + 1  # 1024 rows
     leapfrogs(density, x[:200], p[:200], 0.6, 0.1, 3, rows=2 * N)  # 256: not padded to 1024
     assert jitted._cache_size() == compiled + 2
+    plain = density._fn._fn.fn._cache_size()
+    part = leapfrogs(density, x[:86], p[:86], 0.6, 0.1, 3, rows=2 * N)  # the pilot's 256 rows
+    _assert_same(part, whole, 86)
+    assert jitted._cache_size() == compiled + 2
+    assert density._fn._fn.fn._cache_size() == plain  # no 128-row density either

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
+from .ascents import ascend_many
 from .batched_logp import batched_logp
 from .gaussian import GaussianBase
 from .space import ModelSpace
@@ -27,6 +28,9 @@ __all__ = ["Mode", "ascend", "ascend_into", "find_modes"]
 
 #: Two ascents ending within this Mahalanobis distance (either mode's scale) are one mode.
 _SAME_MODE = 3.0
+#: An ascent's end whose Newton step is longer than this (in the Laplace Gaussian's scale)
+#: is not taken for a mode.
+_NEWTON_MAX = 1.0
 
 
 class Mode(GaussianBase):
@@ -34,29 +38,22 @@ class Mode(GaussianBase):
     ``log f(x) + d/2 log 2 pi + log |chol|`` and ``info["log_f"]`` the density there."""
 
 
-def _point(density):
-    """``x -> (log f(x), grad)`` at one vector, through the batched density."""
-
-    def logp_dlogp(x):
-        logp, grad = density(np.asarray(x, dtype=float)[None, :])
-        return float(logp[0]), grad[0]
-
-    return logp_dlogp
-
-
-def _hessian(density, x: np.ndarray, step: float = 1e-5) -> np.ndarray:
-    """Symmetrised central finite differences of the analytic gradient (one batched call)."""
+def _hessian(density, x: np.ndarray, step: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetrised central finite differences of the analytic gradient, and the gradient at
+    ``x`` (the mean of the shifted ones, exact to the step squared): one batched call."""
     d = x.size
     steps = step * np.maximum(1.0, np.abs(x))
     shifts = np.diag(steps)
     grads = density(np.concatenate([x + shifts, x - shifts]))[1]
     h = (grads[:d] - grads[d:]) / (2 * steps[:, None])
-    return 0.5 * (h + h.T)
+    return 0.5 * (h + h.T), 0.5 * np.mean(grads[:d] + grads[d:], axis=0)
 
 
 def ascend(logp_dlogp, x0: np.ndarray, maxiter: int):
     """``(x, log f(x))`` at the end of an L-BFGS ascent of ``logp_dlogp`` (``x -> (log f,
-    grad)`` at one vector) from ``x0``; a non-finite value or gradient counts as a wall."""
+    grad)`` at one vector) from ``x0``; a non-finite value or gradient counts as a wall.
+    For a one-point function (:mod:`~.component_starts`); many starts of a batched density
+    climb together in :func:`~.ascents.ascend_many`."""
 
     def negative(x):
         logp, grad = logp_dlogp(x)
@@ -69,13 +66,19 @@ def ascend(logp_dlogp, x0: np.ndarray, maxiter: int):
 
 
 def _laplace(space: ModelSpace, density, x: np.ndarray, log_f: float) -> Mode | None:
-    """The Laplace approximation at ``x``, or None where ``-H`` is not positive definite."""
-    precision = -_hessian(density, x)
+    """The Laplace approximation at ``x``, or None where ``-H`` is not positive definite or
+    ``x`` is no mode: the Newton step to the stationary point is longer than
+    :data:`_NEWTON_MAX` in the Gaussian's own scale (an ascent that stopped on a slope, e.g.
+    where the density is too flat, in float64, to take another step)."""
+    hessian, grad = _hessian(density, x)
     try:
-        chol_prec = np.linalg.cholesky(precision)
+        chol_prec = np.linalg.cholesky(-hessian)
         chol = np.linalg.inv(chol_prec).T  # cov = inv(P) = inv(L_P)^T inv(L_P)
         chol = np.linalg.cholesky(chol @ chol.T)  # fails when P is nearly singular
     except np.linalg.LinAlgError:
+        return None
+    newton = np.linalg.solve(chol_prec, grad)  # |L_P^-1 g|: the step's Mahalanobis length
+    if not np.sqrt(newton @ newton) <= _NEWTON_MAX:
         return None
     d = x.size
     log_mass = float(log_f + 0.5 * d * np.log(2 * np.pi) + np.sum(np.log(np.diag(chol))))
@@ -103,29 +106,26 @@ def _match(mode: Mode, kept: list[Mode]) -> int:
 
 
 def ascend_into(space, density, starts, kept: list[Mode], *, maxiter=500, callback=None):
-    """Ascents from ``starts``; new modes are appended to ``kept`` (in place, unsorted).
+    """Ascents from ``starts`` (all together, :func:`~.ascents.ascend_many`); new modes are
+    appended to ``kept`` (in place, unsorted), in the order of the starts.
 
     Returns the index in ``kept`` of the mode each start reached (-1: no finite ascent or no
     positive-definite ``-H``): how often each basin was hit, which says how much of the
     starts' distribution lies in basins no start has reached yet (see
     :func:`~pymc_evidence.base.mode_search.unseen_share`).
     """
-    logp_dlogp = _point(density)
+    starts = np.asarray(starts, dtype=float).reshape(-1, space.ndim)
+    ends, log_fs = ascend_many(density, starts, maxiter, callback=callback)
     hits = np.full(len(starts), -1)
-    for i, x0 in enumerate(starts):
-        if callback is not None:
-            callback(i, len(starts))
-        if not np.isfinite(logp_dlogp(x0)[0]):
-            continue
-        x, log_f = ascend(logp_dlogp, x0, maxiter)
-        mode = _laplace(space, density, x, log_f) if np.isfinite(log_f) else None
+    for i, (x, log_f) in enumerate(zip(ends, log_fs, strict=True)):
+        mode = _laplace(space, density, x, float(log_f)) if np.isfinite(log_f) else None
         if mode is None:
             continue
         hits[i] = _match(mode, kept)
         if hits[i] < 0:
             kept.append(mode)
             hits[i] = len(kept) - 1
-    if callback is not None:  # a bar that ends full, not at (n - 1) / n
+    if callback is not None:  # a bar that ends full
         callback(len(starts), len(starts))
     return hits
 
@@ -148,7 +148,8 @@ def find_modes(
         :func:`~pymc_evidence.base.batched_logp.batched_logp` (the function ADVI compiled,
         so mode finding compiles nothing new).
     callback : callable, optional
-        ``callback(done, total)`` after each start's ascent (a progress bar).
+        ``callback(done, total)`` after each step of the ascents, ``done`` those that
+        have stopped (a progress bar).
 
     Returns
     -------
