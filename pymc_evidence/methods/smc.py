@@ -26,7 +26,33 @@ from ._particles import run_checks
 from ._runs import map_runs
 from ._spec import MethodResult, MethodSpec
 
-__all__ = ["ARM_SPEC", "SMC_SPEC"]
+__all__ = ["ARM_SPEC", "FEW_MOVES", "FEW_MOVES_MAX_DIM", "MOVES", "SMC_SPEC", "default_n_moves"]
+
+#: HMC steps per stage at least (``n_moves=None``, the default): :data:`FEW_MOVES` up to
+#: :data:`FEW_MOVES_MAX_DIM` dimensions, :data:`MOVES` above; more follow, five at a time,
+#: while the weights have not forgotten the positions the stage began from (the
+#: ``decorrelation`` rule). Measured over ten seeds each with the rule on (coverage of
+#: +-2 se, largest error): at 5, the 3-component mixture's warm call took 2.1 s instead of
+#: 3.2 s at the same error (coverage 1.0 both, seeds 1-30), and 23 models of up to 22
+#: dimensions kept coverage >= 0.9 (the 2-component mixture 0.8 at seeds 1-10, 1.0 at
+#: 11-30); above, 5 moves let the 60-step random walk's mean error fall from -0.037 to
+#: -0.062 (coverage 0.9 -> 0.7) and the 175-parameter radon slopes' coverage fall from
+#: 0.9 to 0.7 for 15 % of its time: there the weights' correlation passes the check
+#: before the slow directions have moved.
+FEW_MOVES = 5
+MOVES = 10
+FEW_MOVES_MAX_DIM = 30
+
+
+def default_n_moves(ndim: int) -> int:
+    """The least HMC steps per stage for a model of ``ndim`` dimensions.
+
+    Examples
+    --------
+    >>> default_n_moves(5), default_n_moves(175)
+    (5, 10)
+    """
+    return FEW_MOVES if int(ndim) <= FEW_MOVES_MAX_DIM else MOVES
 
 
 def _estimate(method, runs, counts):
@@ -74,8 +100,11 @@ def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
     return attrs
 
 
-def _settings(options, method) -> SMCSettings:
+def _settings(options, method, ndim: int = FEW_MOVES_MAX_DIM + 1) -> SMCSettings:
+    """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``."""
     values = {k: options[k] for k in _SETTING_NAMES}
+    if values["n_moves"] is None:
+        values["n_moves"] = default_n_moves(ndim)
     if isinstance(values["schedule"], str) and values["schedule"] == "pilot":
         values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
     return SMCSettings(arm=method == "arm", **values)
@@ -104,7 +133,7 @@ def _pilot_schedule(problem, density, settings, n_particles, callback):
 
 
 def _run(problem, options, method) -> MethodResult:
-    settings = _settings(options, method)
+    settings = _settings(options, method, problem.space.ndim)
     n_particles, n_runs = int(options["n_particles"]), int(options["n_runs"])
     density, counts = problem.density(), Counts()
     pilot = _uses_pilot(options)
@@ -170,7 +199,7 @@ _OPTIONS = {
     "resample_threshold": 0.5,
     "resampling": "systematic",
     "n_leapfrog": 10,
-    "n_moves": 10,
+    "n_moves": None,
     "arm_threshold": 0.7,
     "max_expansions": 3,
     "max_stages": 500,
