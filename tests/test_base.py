@@ -142,6 +142,20 @@ def test_nuts_tempering_methods_keep_the_fit(regression):
     np.testing.assert_allclose(problem.base.chols[0], problem.base.info["widened"] * fit.chol)
 
 
+def test_no_widening_on_an_ess_of_noise(monkeypatch):
+    """Two ESS of one or two draws in a thousand say nothing: a wider base with an ESS of 1.4
+    does not replace a fit's 1.3 (the 300-group hierarchy at seed 4, whose widened base
+    then took 23 SMC stages); one with a real ESS (50) does."""
+    from pymc_evidence.base import widen
+
+    base = GaussianBase(np.zeros(3), np.eye(3), 0.0, "advi")
+    for wider_ess, factor in ((1.4, 1.0), (50.0, WIDEN[0])):
+        stats = [{"is_ess": wider_ess}, {"is_ess": 1.0}]
+        monkeypatch.setattr(widen, "evaluate_bases", lambda *a, s=stats: s)
+        kept, stat, got = widen.widest_better(base, {"is_ess": 1.3}, None, 1000, None)
+        assert got == factor and stat["is_ess"] == (wider_ess if factor > 1 else 1.3)
+
+
 @pytest.mark.parametrize("which", ["fullrank", "meanfield"])
 def test_log_zeta_and_elbo_against_exact_log_z(regression, fullrank_base, meanfield_base, which):
     """log ζ (importance sampling) ≈ log Z; ELBO = log Z − KL(q || posterior) exactly for a
