@@ -100,11 +100,12 @@ def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
     return attrs
 
 
-def _settings(options, method, ndim: int = FEW_MOVES_MAX_DIM + 1) -> SMCSettings:
-    """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``."""
+def _settings(options, method, ndim: int | None = None) -> SMCSettings:
+    """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``
+    (:data:`MOVES` where it is not known: the options' check before any model is seen)."""
     values = {k: options[k] for k in _SETTING_NAMES}
     if values["n_moves"] is None:
-        values["n_moves"] = default_n_moves(ndim)
+        values["n_moves"] = MOVES if ndim is None else default_n_moves(ndim)
     if isinstance(values["schedule"], str) and values["schedule"] == "pilot":
         values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
     return SMCSettings(arm=method == "arm", **values)
