@@ -30,7 +30,6 @@ __all__ = [
     "FUSED_MIN_ROWS",
     "MIXTURE_FORM_MAX_DIM",
     "MIXTURE_MIN_COMPONENTS",
-    "MIXTURE_MIN_MIXED",
     "PILOT_ROWS",
     "SUBSET_PAD_MAX",
     "fused_trajectory",
@@ -46,20 +45,17 @@ __all__ = [
 #: search's trial trajectories too) no faster, and its first call 0.3 s slower.
 FUSED_MIN_ROWS = 128
 
-#: Up to this dimension a trajectory evaluates every base as a mixture of at least
-#: :data:`MIXTURE_MIN_COMPONENTS` components (a Gaussian base as one component, the rest at
-#: weight zero; the count a power of two), so that a model's bases of different sizes share
-#: one compilation: a warm call whose base changed kind or size compiled its trajectories
-#: again (1 s of a 3.3 s call on the 3-component mixture). Above it the padded components
-#: would cost more than the model's density.
+#: Up to this dimension a trajectory evaluates every base in the mixture form, padded to at
+#: least :data:`MIXTURE_MIN_COMPONENTS` components (a Gaussian base as a mixture of one; the
+#: count a power of two), so that a model's bases of different kinds and sizes share one
+#: compilation: a warm call whose base changed kind or size compiled its trajectories again
+#: (1 s of a 3.3 s call on the 3-component mixture, whose bases have 2 to 6 components by
+#: seed). The padding costs nothing at run time: the mixture's loop runs over the real
+#: components only (:func:`~pymc_evidence.base.mixture.mixture_logp_grad_jax`). Above this
+#: dimension a Gaussian base keeps its own form (a mean-field one is elementwise, where
+#: the mixture form multiplies ``d x d`` matrices).
 MIXTURE_FORM_MAX_DIM = 16
-MIXTURE_MIN_COMPONENTS = 4
-#: ... and a mixture base as one of at least this many: the 3-component mixture's bases
-#: have 2 to 6 components by seed (seeds 1-10), and a warm call at seed 2 (4 components)
-#: after seed 1 (6) compiled both trajectories again (two compilations of 1-1.5 s). A
-#: Gaussian base stays at :data:`MIXTURE_MIN_COMPONENTS`: eight components cost a 5-D
-#: regression's warm call 0.03-0.05 s (15 %).
-MIXTURE_MIN_MIXED = 8
+MIXTURE_MIN_COMPONENTS = 8
 
 #: A subset of a set of particles (``rows`` of :func:`leapfrogs`) runs padded to the set's
 #: rows when that at most doubles its own padded rows, so that the copies an SMC run moves
@@ -193,19 +189,17 @@ def fused_trajectory(rows, base):
 
 
 def _jax_base(base):
-    """The base's jax ``(function, parameters)`` for a trajectory: at most
-    :data:`MIXTURE_FORM_MAX_DIM` dimensions, in the mixture form (a Gaussian as a mixture of
-    one component, padded to :data:`MIXTURE_MIN_COMPONENTS`; a mixture to
-    :data:`MIXTURE_MIN_MIXED`), else its own."""
+    """The base's jax ``(function, parameters)`` for a trajectory: up to
+    :data:`MIXTURE_FORM_MAX_DIM` dimensions in the mixture form, padded to
+    :data:`MIXTURE_MIN_COMPONENTS` (a Gaussian as a mixture of one), else its own."""
     from ..base.gaussian import GaussianBase
     from ..base.mixture import MixtureBase
 
-    small = base.ndim <= MIXTURE_FORM_MAX_DIM
-    if small and isinstance(base, GaussianBase):
-        one = MixtureBase.from_components([base], np.zeros(1), log_zeta=base.log_zeta)
-        return one.jax_logp_grad(min_components=MIXTURE_MIN_COMPONENTS)
-    if small and isinstance(base, MixtureBase):
-        return base.jax_logp_grad(min_components=MIXTURE_MIN_MIXED)
+    if base.ndim <= MIXTURE_FORM_MAX_DIM:
+        if isinstance(base, GaussianBase):
+            base = MixtureBase.from_components([base], np.zeros(1), log_zeta=base.log_zeta)
+        if isinstance(base, MixtureBase):
+            return base.jax_logp_grad(min_components=MIXTURE_MIN_COMPONENTS)
     return base.jax_logp_grad()
 
 
