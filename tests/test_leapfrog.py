@@ -14,7 +14,7 @@ import pytest
 from pymc_evidence.base import GaussianBase, MixtureBase
 from pymc_evidence.base._compile import use_backend
 from pymc_evidence.engines import batched_log_densities, hmc_step, init_state
-from pymc_evidence.engines.leapfrog import FUSED_MIN_ROWS, leapfrogs
+from pymc_evidence.engines.leapfrog import FUSED_MIN_ROWS, MIXTURE_FORM_MAX_DIM, leapfrogs
 
 pytest.importorskip("jax")
 
@@ -136,6 +136,27 @@ def test_mixture_padding_shares_compilation():
         _assert_same(fused, leapfrogs(_numpy_path(density, N), x, p, 0.5, 0.1, 2), N)
     assert len(rows.fused) == 1
     jitted = next(iter(rows.fused.values()))
+    assert jitted._cache_size() == 1
+
+
+def test_large_mixtures_share_compilation():
+    """Above ``MIXTURE_FORM_MAX_DIM`` a mixture base is padded too (a Gaussian keeps its own
+    form): mixtures of 2 and 3 components in 17 dimensions share one compilation, and the
+    fused trajectory is the numpy path's."""
+    d = MIXTURE_FORM_MAX_DIM + 1
+    with pm.Model() as model:
+        pm.Normal("x", 0.0, 1.0, shape=d)
+    parts = [GaussianBase(np.full(d, m), np.eye(d), 0.0, "moments") for m in (-1.0, 0.0, 1.0)]
+    two, three = (MixtureBase.from_components(parts[:k], np.zeros(k), log_zeta=0.0) for k in (2, 3))
+    with use_backend("jax"):
+        densities = [batched_log_densities(model, b) for b in (two, three)]
+    rng = np.random.default_rng(1)
+    x = three.sample(N, rng)
+    p = rng.standard_normal(x.shape)
+    for density in densities:
+        fused = leapfrogs(density, x, p, 0.5, 0.1, 3)
+        _assert_same(fused, leapfrogs(_numpy_path(density, N), x, p, 0.5, 0.1, 3), N)
+    (jitted,) = densities[0]._fn._fn.fused.values()
     assert jitted._cache_size() == 1
 
 

@@ -51,9 +51,10 @@ FUSED_MIN_ROWS = 128
 #: compilation: a warm call whose base changed kind or size compiled its trajectories again
 #: (1 s of a 3.3 s call on the 3-component mixture, whose bases have 2 to 6 components by
 #: seed). The padding costs nothing at run time: the mixture's loop runs over the real
-#: components only (:func:`~pymc_evidence.base.mixture.mixture_logp_grad_jax`). Above this
-#: dimension a Gaussian base keeps its own form (a mean-field one is elementwise, where
-#: the mixture form multiplies ``d x d`` matrices).
+#: components only (:func:`~pymc_evidence.base.mixture.mixture_logp_grad_jax`), so a mixture
+#: base of any dimension is padded the same way. Above this dimension a Gaussian base keeps
+#: its own form (a mean-field one is elementwise, where the mixture form multiplies ``d x d``
+#: matrices).
 MIXTURE_FORM_MAX_DIM = 16
 MIXTURE_MIN_COMPONENTS = 8
 
@@ -189,17 +190,16 @@ def fused_trajectory(rows, base):
 
 
 def _jax_base(base):
-    """The base's jax ``(function, parameters)`` for a trajectory: up to
-    :data:`MIXTURE_FORM_MAX_DIM` dimensions in the mixture form, padded to
-    :data:`MIXTURE_MIN_COMPONENTS` (a Gaussian as a mixture of one), else its own."""
+    """The base's jax ``(function, parameters)`` for a trajectory: a mixture padded to
+    :data:`MIXTURE_MIN_COMPONENTS`, and so a Gaussian up to :data:`MIXTURE_FORM_MAX_DIM`
+    dimensions (as a mixture of one); a larger Gaussian in its own form."""
     from ..base.gaussian import GaussianBase
     from ..base.mixture import MixtureBase
 
-    if base.ndim <= MIXTURE_FORM_MAX_DIM:
-        if isinstance(base, GaussianBase):
-            base = MixtureBase.from_components([base], np.zeros(1), log_zeta=base.log_zeta)
-        if isinstance(base, MixtureBase):
-            return base.jax_logp_grad(min_components=MIXTURE_MIN_COMPONENTS)
+    if isinstance(base, GaussianBase) and base.ndim <= MIXTURE_FORM_MAX_DIM:
+        base = MixtureBase.from_components([base], np.zeros(1), log_zeta=base.log_zeta)
+    if isinstance(base, MixtureBase):
+        return base.jax_logp_grad(min_components=MIXTURE_MIN_COMPONENTS)
     return base.jax_logp_grad()
 
 
