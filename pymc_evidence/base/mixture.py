@@ -266,7 +266,7 @@ def mixture_logp_grad_jax(x, parameters):
     import jax.numpy as jnp
 
     means, inverses, terms, k = parameters
-    n, d = x.shape
+    n = x.shape[0]
 
     def component(i, carry):
         top, total, grad = carry
