@@ -178,6 +178,7 @@ def test_fit_base_progressbar(tiny, capsys):
     shown = pme.fit_base(**kwargs)  # on by default, as pm.fit
     text = capsys.readouterr().out
     assert "ADVI base, 2 restarts" in text
+    assert re.search(r"Preparing the model\s.* 2/2 ", text)  # prior draws, compilation
     assert re.search(r" (\d+)/\1 ", text)  # ended on its (early-stopped) total
     np.testing.assert_array_equal(quiet.mean, shown.mean)
     assert quiet.log_zeta == shown.log_zeta

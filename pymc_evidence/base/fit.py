@@ -52,6 +52,23 @@ def _relabel_once(update, label):
     return callback
 
 
+def _starts_and_density(space, restarts: int, rng, progressbar: bool) -> np.ndarray:
+    """The fits' starts (the model's initial point, then prior draws), with the batched
+    density compiled (and cached) under a bar of its own: on a new model both compile, for
+    seconds (the LKJ model's first call, profiled on a busy machine: 1.2 s and 3.2 s before
+    its first bar), and a terminal that shows nothing meanwhile looks hung."""
+    with progress_bar("Preparing the model: prior draws", 2, enabled=progressbar) as bar:
+        starts = [space.initial_x()]
+        if restarts > 1:
+            starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
+        if bar is not None:
+            bar(1, description="Preparing the model: compiling its log density")
+        batched_logp(space)
+        if bar is not None:
+            bar(2, description="Preparing the model")
+    return np.array(starts)
+
+
 def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar):
     """ADVI from every start at once, each fit evaluated by fresh Monte Carlo draws.
 
@@ -311,18 +328,16 @@ def fit_base(
         return PriorBase.for_model(space.model)
     fullrank = method == "fullrank_advi"
     asked, n_steps = n_steps, n_steps or (6000 if fullrank else 4000)
-    starts = [space.initial_x()]
-    if restarts > 1:
-        starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
+    starts = _starts_and_density(space, restarts, rng, progressbar)
     found = None
     if modes and laplace_first:
         quick, found = laplace_first_base(
-            space, np.array(starts), rng, fullrank=fullrank, n_eval=n_eval, progressbar=progressbar
+            space, starts, rng, fullrank=fullrank, n_eval=n_eval, progressbar=progressbar
         )
         if quick is not None:
             return quick
     fits, errors = _fit_restarts(
-        space, np.array(starts), fullrank, n_steps, learning_rate, n_eval, rng, progressbar
+        space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar
     )
     if not fits and fullrank:
         message = f"full-rank ADVI failed ({errors[0]}); falling back to mean-field ADVI"
@@ -338,7 +353,7 @@ def fit_base(
     base = finish(fits, rng, laplace=laplace)
     if also_fullrank and not fullrank:
         steps = asked or 6000  # full-rank ADVI's default, unless the caller set n_steps
-        full, _ = _fit_restarts(space, np.array(starts), True, steps, learning_rate, n_eval,
+        full, _ = _fit_restarts(space, starts, True, steps, learning_rate, n_eval,
                                 rng, progressbar)  # fmt: skip
         if full:
             base = better_base(base, finish(full, rng, laplace=False))
