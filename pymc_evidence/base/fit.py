@@ -21,7 +21,7 @@ from .gaussian import GaussianBase, moment_match
 from .laplace_first import laplace_first as laplace_first_base
 from .mixture import MixtureBase
 from .modes import add_missed_modes, mixture_of
-from .prior import PriorBase, prior_draws
+from .prior import PriorBase, fit_starts, prior_draws
 from .space import model_space
 from .widen import widen_light_base
 
@@ -50,23 +50,6 @@ def _relabel_once(update, label):
         update(done, total, description=pending.pop() if pending else None)
 
     return callback
-
-
-def _starts_and_density(space, restarts: int, rng, progressbar: bool) -> np.ndarray:
-    """The fits' starts (the model's initial point, then prior draws), with the batched
-    density compiled (and cached) under a bar of its own: on a new model both compile, for
-    seconds (the LKJ model's first call, profiled on a busy machine: 1.2 s and 3.2 s before
-    its first bar), and a terminal that shows nothing meanwhile looks hung."""
-    with progress_bar("Preparing the model: prior draws", 2, enabled=progressbar) as bar:
-        starts = [space.initial_x()]
-        if restarts > 1:
-            starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
-        if bar is not None:
-            bar(1, description="Preparing the model: compiling its log density")
-        batched_logp(space)
-        if bar is not None:
-            bar(2, description="Preparing the model")
-    return np.array(starts)
 
 
 def _fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar):
@@ -328,7 +311,7 @@ def fit_base(
         return PriorBase.for_model(space.model)
     fullrank = method == "fullrank_advi"
     asked, n_steps = n_steps, n_steps or (6000 if fullrank else 4000)
-    starts = _starts_and_density(space, restarts, rng, progressbar)
+    starts = fit_starts(space, restarts, rng, progressbar)
     found = None
     if modes and laplace_first:
         quick, found = laplace_first_base(
