@@ -115,6 +115,18 @@ def test_not_fused_where_it_cannot_be():
         assert batched_log_densities(_model(), base).fused_trajectory(N) is None
 
 
+def _assert_one_compilation(densities, x, n_leapfrog):
+    """Every density's fused trajectory from ``x`` equals the numpy path's, and all of them
+    ran on one jitted trajectory compiled once (the densities share one model)."""
+    p = np.random.default_rng(5).standard_normal(x.shape)
+    for density in densities:
+        fused = leapfrogs(density, x, p, 0.5, 0.1, n_leapfrog)
+        plain = leapfrogs(_numpy_path(density, N), x, p, 0.5, 0.1, n_leapfrog)
+        _assert_same(fused, plain, N)
+    (jitted,) = densities[0]._fn._fn.fused.values()
+    assert jitted._cache_size() == 1
+
+
 def test_mixture_padding_shares_compilation():
     """Mixtures of 3 and 6 components and a Gaussian base (a mixture of one) are padded to
     ``MIXTURE_MIN_COMPONENTS`` (up to ``MIXTURE_FORM_MAX_DIM`` dimensions): one jitted
@@ -127,16 +139,7 @@ def test_mixture_padding_shares_compilation():
     model = _model()
     with use_backend("jax"):
         densities = [batched_log_densities(model, b) for b in (three, six, bases["full"])]
-    rows = densities[0]._fn._fn
-    rng = np.random.default_rng(0)
-    x = three.sample(N, rng)
-    p = rng.standard_normal(x.shape)
-    for density in densities:
-        fused = leapfrogs(density, x, p, 0.5, 0.1, 2)
-        _assert_same(fused, leapfrogs(_numpy_path(density, N), x, p, 0.5, 0.1, 2), N)
-    assert len(rows.fused) == 1
-    jitted = next(iter(rows.fused.values()))
-    assert jitted._cache_size() == 1
+    _assert_one_compilation(densities, three.sample(N, np.random.default_rng(0)), 2)
 
 
 def test_large_mixtures_share_compilation():
@@ -150,14 +153,7 @@ def test_large_mixtures_share_compilation():
     two, three = (MixtureBase.from_components(parts[:k], np.zeros(k), log_zeta=0.0) for k in (2, 3))
     with use_backend("jax"):
         densities = [batched_log_densities(model, b) for b in (two, three)]
-    rng = np.random.default_rng(1)
-    x = three.sample(N, rng)
-    p = rng.standard_normal(x.shape)
-    for density in densities:
-        fused = leapfrogs(density, x, p, 0.5, 0.1, 3)
-        _assert_same(fused, leapfrogs(_numpy_path(density, N), x, p, 0.5, 0.1, 3), N)
-    (jitted,) = densities[0]._fn._fn.fused.values()
-    assert jitted._cache_size() == 1
+    _assert_one_compilation(densities, three.sample(N, np.random.default_rng(1)), 3)
 
 
 def test_subset_padded_to_its_set():
