@@ -30,6 +30,7 @@ from .estimators.diagnostics import BaseFitWarning, warn_user
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
 from .transforms.gaussian_latent import GaussianOut
+from .transforms.group_effects import GroupEffectsOut
 from .transforms.marginal import SummedOut
 from .transforms.prepared import reparametrized, summed_out
 from .transforms.reparam import centred_scales, reparam_info
@@ -51,6 +52,8 @@ FULLRANK_MAX_DIM = 30
 #: the better base (a 32-d latent GP: smc -0.21 +- 0.04 mean-field, -0.02 +- 0.04 full-rank).
 FULLRANK_TRY_MAX_DIM = 100
 _log = logging.getLogger("pymc_evidence")
+#: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums).
+_INTEGRATED = (GaussianOut, GroupEffectsOut)
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
 
@@ -127,7 +130,7 @@ class EvidenceProblem:
     method_slot: int = 0
     #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`)
     #: or a Gaussian latent integrated (:mod:`~pymc_evidence.transforms.gaussian_latent`).
-    summed: SummedOut | GaussianOut | None = None
+    summed: SummedOut | GaussianOut | GroupEffectsOut | None = None
 
     @classmethod
     def build(
@@ -156,7 +159,7 @@ class EvidenceProblem:
             raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
         auto = reparam == "auto" and (base is None or isinstance(base, str))
         summed = summed_out(source, integrate=auto)
-        discrete = summed is not None and not isinstance(summed, GaussianOut)
+        discrete = summed is not None and not isinstance(summed, _INTEGRATED)
         check_model(source, potentials=potentials, discrete=discrete)
         model = source if summed is None else summed.model
         if summed is not None:
@@ -177,8 +180,9 @@ class EvidenceProblem:
 
     @property
     def integrated(self) -> tuple[str, ...]:
-        """Names of the Gaussian latents integrated out of the problem's model."""
-        return self.summed.names if isinstance(self.summed, GaussianOut) else ()
+        """Names of the Gaussian latents or group effects integrated out of the problem's
+        model."""
+        return self.summed.names if isinstance(self.summed, _INTEGRATED) else ()
 
     @property
     def reparametrized(self) -> tuple[str, ...]:

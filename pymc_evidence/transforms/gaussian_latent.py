@@ -40,7 +40,14 @@ from pytensor.tensor.random.basic import NormalRV
 from ..compat import linalg_op
 from .discrete_values import to_new_values
 
-__all__ = ["MAX_COST", "GaussianOut", "integrate_gaussian_latent"]
+__all__ = [
+    "MAX_COST",
+    "GaussianOut",
+    "dependents",
+    "free_of",
+    "integrate_gaussian_latent",
+    "static_size",
+]
 
 #: The most floating-point work (:func:`_cost`) of one evaluation of the marginal: a
 #: Cholesky factor of order 64 with ``n = nv = 64`` (a 64-point latent GP). Above it the
@@ -99,19 +106,19 @@ class GaussianOut:
         return draws
 
 
-def _size(var) -> int:
+def static_size(var) -> int:
     """The number of elements of ``var`` from its static shape (0 where it is not static)."""
     shape = var.type.shape
     return 0 if None in shape else int(np.prod(shape, dtype=int))
 
 
-def _dependents(model: pm.Model, rv) -> list:
+def dependents(model: pm.Model, rv) -> list:
     """The model's random variables and potentials whose graphs depend on ``rv``."""
     others = [r for r in model.basic_RVs if r is not rv] + list(model.potentials)
     return [r for r in others if rv in ancestors([r])]
 
 
-def _free_of(graph, variables) -> bool:
+def free_of(graph, variables) -> bool:
     """True when ``graph`` refers to none of ``variables`` once PyTensor's shape rewrites
     have replaced what only needed their (static) shapes."""
     graph = rewrite_graph(graph, include=("canonicalize", "ShapeOpt"))
@@ -123,13 +130,13 @@ def _affine_parts(latents: list, y):
     when the mean of ``y`` is not jointly affine in the latents or its scale depends on
     them (a gradient of ``sum(μ_y * u)`` that still refers to a latent)."""
     mu, sigma = y.owner.op.dist_params(y.owner)
-    if not _free_of(sigma, latents):
+    if not free_of(sigma, latents):
         return None
-    ny = _size(y)
+    ny = static_size(y)
     mu = pt.broadcast_to(mu, y.type.shape).ravel()
     u = pt.vector("u", dtype="float64", shape=(ny,))
     grads = pt.grad(pt.sum(mu * u), latents)
-    if not all(_free_of(g, latents) for g in grads):
+    if not all(free_of(g, latents) for g in grads):
         return None
     rows = vectorize_graph([g.ravel() for g in grads], replace={u: pt.eye(ny, dtype="float64")})
     zeros = {v: pt.zeros(v.type.shape) for v in latents}
@@ -150,14 +157,14 @@ def _candidate(model: pm.Model):
     for rv in model.free_RVs:
         if not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv):
             continue
-        dependents = _dependents(model, rv)
-        if len(dependents) == 1 and dependents[0] in model.observed_RVs and _size(rv):
-            groups.setdefault(dependents[0], []).append(rv)
+        terms = dependents(model, rv)
+        if len(terms) == 1 and terms[0] in model.observed_RVs and static_size(rv):
+            groups.setdefault(terms[0], []).append(rv)
     for y, latents in groups.items():
-        nv = sum(_size(v) for v in latents)
-        if not isinstance(y.owner.op, NormalRV) or _cost(_size(y), nv) > MAX_COST:
+        nv = sum(static_size(v) for v in latents)
+        if not isinstance(y.owner.op, NormalRV) or _cost(static_size(y), nv) > MAX_COST:
             continue
-        parts = _affine_parts(latents, y) if _size(y) else None
+        parts = _affine_parts(latents, y) if static_size(y) else None
         if parts is not None and _varying(model, latents, parts[0]):
             return latents, y, *parts
     return None
@@ -172,7 +179,7 @@ def _varying(model, latents, a) -> bool:
     marginal of eight schools, whose ``log tau`` has an exponential tail the bases do not
     reach, was low by 0.03-0.04 nats at 2-3 se on 3 of 10 seeds."""
     others = [rv for rv in model.free_RVs if rv not in latents]
-    return not _free_of(pt.sum(a), others)
+    return not free_of(pt.sum(a), others)
 
 
 def _log_normal(a, resid, var_v, var_y, ny: int, nv: int):
@@ -241,7 +248,7 @@ def _marginal_graphs(model, latents, y, a, b):
     sigma_y = pt.broadcast_to(y.owner.op.dist_params(y.owner)[1], y.type.shape).ravel()
     observed = pt.as_tensor(model.rvs_to_values[y]).ravel().astype("float64")
     resid = observed - b
-    ny, nv = _size(y), sum(_size(v) for v in latents)
+    ny, nv = static_size(y), sum(static_size(v) for v in latents)
     log_marginal = _log_normal(a, resid - a @ mu_v, var_v, sigma_y**2, ny, nv)
     log_at_zero = pm.logp(pm.Normal.dist(b, sigma_y), observed).sum()
     moments = [a, resid, mu_v, 1.0 / var_v, 1.0 / sigma_y**2]

@@ -18,6 +18,7 @@ import numpy as np
 import pymc as pm
 
 from .gaussian_latent import GaussianOut, integrate_gaussian_latent
+from .group_effects import GroupEffectsOut, integrate_group_effects
 from .marginal import SummedOut, sum_out_discrete
 from .reparam import reparametrize
 
@@ -52,15 +53,26 @@ def reparametrized(source: pm.Model) -> pm.Model:
     return cached[1]
 
 
-def summed_out(source: pm.Model, integrate: bool) -> SummedOut | GaussianOut | None:
+#: The integrations of :func:`summed_out`, in the order they are tried.
+_INTEGRATIONS = (
+    ("discrete", sum_out_discrete),
+    ("gaussian", integrate_gaussian_latent),
+    ("groups", integrate_group_effects),
+)
+
+
+def summed_out(
+    source: pm.Model, integrate: bool
+) -> SummedOut | GaussianOut | GroupEffectsOut | None:
     """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source`` or, without
     discrete variables and with ``integrate``, :func:`~pymc_evidence.transforms.
-    gaussian_latent.integrate_gaussian_latent`; each made once while the model is unchanged
-    (as :func:`reparametrized`); None when neither applies."""
+    gaussian_latent.integrate_gaussian_latent` or else :func:`~pymc_evidence.transforms.
+    group_effects.integrate_group_effects`; each made once while the model is unchanged
+    (as :func:`reparametrized`); None when none applies."""
     stamp = fingerprint(source)
     cached = _SUMMED.setdefault(source, {})
-    for key, make in (("discrete", sum_out_discrete), ("gaussian", integrate_gaussian_latent)):
-        if key == "gaussian" and not integrate:
+    for key, make in _INTEGRATIONS:
+        if key != "discrete" and not integrate:
             return None
         if key not in cached or cached[key][0] != stamp:
             cached[key] = (stamp, make(source))

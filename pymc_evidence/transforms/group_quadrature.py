@@ -1,0 +1,149 @@
+"""Adaptive Gauss-Hermite quadrature of scalar group effects, as a PyTensor graph.
+
+The integral that :mod:`~pymc_evidence.transforms.group_effects` puts in a model: for
+groups ``j = 1..J`` with a Normal prior ``b_j ~ N(μ_j, σ_j)`` and rows ``i`` of group
+``g_i = j`` whose log likelihood ``ℓ_i(b_j)`` depends on the group's effect alone,
+
+    log ∫ N(b; μ_j, σ_j) ∏_{i: g_i = j} exp ℓ_i(b) db
+        ≈ log(√2 s_j) + log Σ_k w_k exp(x_k² + h_j(m_j + √2 s_j x_k)),
+
+with ``h_j`` the log integrand, ``m_j`` its mode (Newton's method from the prior mean,
+each step at most :data:`MAX_STEP` long where the likelihood is not Gaussian in the
+effect), ``s_j = (-h_j''(m_j))^{-1/2}`` and ``(x_k, w_k)`` the ``K``-point Gauss-Hermite
+rule. This is lme4's ``nAGQ`` for GLMMs: exact for a Gaussian integrand at ``K = 1`` (the
+Laplace approximation), and exact in the limit of many nodes for any smooth integrand.
+The node count is chosen where the model is made, by doubling (:func:`rule_for`).
+
+The graph's gradient does not run through Newton's iterations: the mode enters as a
+constant (:func:`pytensor.gradient.zero_grad`; at the mode ``∂Q/∂m`` vanishes for
+``K = 1`` and is of the rule's error otherwise), the scale ``s_j`` and the integrand at
+the nodes carry the dependence on the hyperparameters. Hamiltonian moves stay exact with an
+approximate gradient (the leapfrog map preserves volume for any force); it only guides them.
+
+Segment sums over groups are ``inc_subtensor`` on a constant index, which jax runs as a
+scatter-add, so a density call costs ``O(n (T + K))`` for ``n`` rows, ``T`` Newton steps
+and ``K`` nodes, whatever ``J``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import zero_grad
+from pytensor.graph.replace import graph_replace, vectorize_graph
+
+__all__ = ["MAX_STEP", "GroupRule", "RowTerms", "log_marginal", "mode_and_scale", "newton"]
+
+#: Longest Newton step (in the effect's units) where the likelihood is not Gaussian in the
+#: effect: a Poisson group of counts near 100 starts 4.6 below its mode, where a full step
+#: would overshoot to ``exp(50)``; steps of one reach it in five and then converge.
+MAX_STEP = 1.0
+
+
+@dataclass(frozen=True)
+class RowTerms:
+    """The rows' log likelihood as a function of each row's group effect.
+
+    Attributes
+    ----------
+    logp : TensorVariable
+        ``(n,)`` log likelihood of the rows, elementwise in ``u``.
+    u : TensorVariable
+        ``(n,)`` the effect of each row's group (a dummy input of ``logp``).
+    group : numpy.ndarray
+        ``(n,)`` each row's group index in ``0..J-1``.
+    n_groups : int
+        ``J``.
+    mean, sd : TensorVariable
+        ``(J,)`` the effects' prior means and standard deviations.
+    gaussian : bool
+        True when ``logp`` is quadratic in ``u`` (Newton's first step is exact).
+    """
+
+    logp: object
+    u: object
+    group: np.ndarray
+    n_groups: int
+    mean: object
+    sd: object
+    gaussian: bool
+
+    def at(self, u):
+        """``logp`` at the effects ``u`` (``(n,)`` or ``(K, n)``), NaN counted as ``-inf``."""
+        if u.type.ndim == 1:
+            out = graph_replace(self.logp, {self.u: u}, strict=False)
+        else:
+            out = vectorize_graph(self.logp, replace={self.u: u})
+        return pt.switch(pt.isnan(out), -np.inf, out)
+
+    def derivatives(self, u):
+        """First and second derivatives of each row's ``logp`` at ``u`` (``(n,)``)."""
+        d1 = pt.grad(pt.sum(self.logp), self.u)
+        d2 = pt.grad(pt.sum(d1), self.u)
+        return graph_replace([d1, d2], {self.u: u}, strict=False)
+
+    def segment_sum(self, rows):
+        """Sum ``(..., n)`` rows into ``(..., J)`` groups."""
+        lead = tuple(rows.shape[i] for i in range(rows.type.ndim - 1))
+        zeros = pt.zeros((*lead, self.n_groups), dtype=rows.dtype)
+        return pt.inc_subtensor(zeros[..., self.group], rows)
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    """How the integral is computed: Newton steps and Gauss-Hermite nodes."""
+
+    steps: int
+    nodes: int
+
+
+def _curvature(terms: RowTerms, b):
+    """``(h', -h'')`` of every group's log integrand at ``b`` (``-h''`` bounded below by the
+    prior's precision: a likelihood that is not log-concave adds no negative curvature)."""
+    d1, d2 = terms.derivatives(b[terms.group])
+    precision = 1.0 / terms.sd**2
+    grad = terms.segment_sum(d1) - (b - terms.mean) * precision
+    curv = precision - terms.segment_sum(pt.minimum(d2, 0.0))
+    return grad, curv
+
+
+def newton(terms: RowTerms, steps: int):
+    """Every group's mode after ``steps`` Newton steps from the prior mean (a constant of
+    the gradient), and the largest step of each iteration in units of the scale there."""
+    b = zero_grad(terms.mean)
+    sizes = []
+    for _ in range(steps):
+        grad, curv = _curvature(terms, b)
+        step = grad / curv
+        if not terms.gaussian:
+            step = pt.clip(step, -MAX_STEP, MAX_STEP)
+        sizes.append(pt.max(pt.abs(step) * pt.sqrt(curv)))
+        b = zero_grad(b + step)
+    return b, sizes
+
+
+def mode_and_scale(terms: RowTerms, steps: int, mode=None):
+    """Each group's mode after ``steps`` Newton steps (or ``mode``) and the scale
+    ``s = (-h'')^{-1/2}`` there (``(J,)`` each)."""
+    if mode is None:
+        mode, _ = newton(terms, steps)
+    _, curv = _curvature(terms, mode)
+    return mode, 1.0 / pt.sqrt(curv)
+
+
+def log_marginal(terms: RowTerms, rule: GroupRule, at=None):
+    """``(J,)`` the log integral of every group (the module's formula), at the modes and
+    scales ``at`` when given (else after ``rule.steps`` Newton steps)."""
+    mode, scale = mode_and_scale(terms, rule.steps) if at is None else at
+    x, w = np.polynomial.hermite.hermgauss(rule.nodes)
+    effects = mode[None, :] + np.sqrt(2.0) * x[:, None] * scale[None, :]  # (K, J)
+    if rule.nodes == 1:
+        rows = terms.at(effects[0][terms.group])[None, :]
+    else:
+        rows = terms.at(effects[:, terms.group])
+    z = (effects - terms.mean) / terms.sd
+    prior = -0.5 * z**2 - pt.log(terms.sd) - 0.5 * np.log(2 * np.pi)
+    log_h = terms.segment_sum(rows) + prior + (np.log(w) + x**2)[:, None]
+    return pt.log(np.sqrt(2.0) * scale) + pt.logsumexp(log_h, axis=0)
