@@ -24,6 +24,7 @@ import xarray as xr
 from .base import fit_base, model_space
 from .base.batched_logp import batched_logp
 from .base.space import ModelSpace
+from .base.widen import defend
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .estimators.diagnostics import BaseFitWarning, warn_user
@@ -38,7 +39,17 @@ from .transforms.reparam import centred_scales, reparam_info
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
-STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "more_chains")
+STREAMS = (
+    "base",
+    "nuts",
+    "method",
+    "resample",
+    "init",
+    "pilot",
+    "discrete",
+    "more_chains",
+    "defensive",
+)
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
@@ -258,7 +269,7 @@ class EvidenceProblem:
             method, extra = self._auto_base()
         elif method != "prior":
             self._warn_fitted_funnel(f"base={method!r}")
-        return fit_base(
+        base = fit_base(
             method,
             **extra,
             model=self.model,
@@ -266,6 +277,9 @@ class EvidenceProblem:
             potentials=self.potentials,
             **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
         )
+        if isinstance(self.summed, GroupEffectsOut):  # see base.widen.defend
+            base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"))
+        return base
 
     def _auto_base(self) -> tuple[str, dict]:
         """``base="auto"``: up to :data:`FULLRANK_MAX_DIM` dimensions, the prior (proper:

@@ -41,6 +41,7 @@ __all__ = [
     "WIDEN",
     "WIDEN_BELOW",
     "WIDEN_MIN_ESS",
+    "defend",
     "widen_light_base",
     "widest_better",
 ]
@@ -150,4 +151,41 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
         elbo=stat["elbo"],
         elbo_se=stat["elbo_se"],
         info={**base.info, **stat, "widened": factor, "unwidened": base},
+    )
+
+
+def defend(base, density, n_eval: int, rng: np.random.Generator):
+    """A fitted Gaussian base with the defensive component of :func:`widen_light_base`,
+    whatever its ESS (``info["defended"]``, ``info["unwidened"]`` the fit itself); other
+    bases, and a base widened already, are returned as they are.
+
+    For posteriors known to have a tail the fit does not hold, which a thousand draws'
+    ESS cannot show: the hyperparameters of a hierarchy whose group effects were
+    integrated out (:mod:`~pymc_evidence.transforms.group_effects`), where ``log τ`` has
+    the skewed tail of a scale. There a full-rank fit of a 1000-group centred Gaussian
+    hierarchy had an ESS of 86 % of 1000 draws and 33 % of 200 000, and SMC from it went
+    to ``β = 1`` in one step and fell 0.02 nats (3 se) short.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_evidence.base import model_space
+    >>> from pymc_evidence.base.batched_logp import batched_logp
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x", 0.0, 1.0)
+    >>> fit = GaussianBase(np.zeros(1), np.array([[1.0]]), 0.0, "advi", info={})
+    >>> out = defend(fit, batched_logp(model_space(model)), 1000, np.random.default_rng(0))
+    >>> np.round(out.chols.ravel(), 2), np.round(out.weights, 2), out.info["defended"]
+    (array([1., 2.]), array([0.8, 0.2]), True)
+    """
+    if not isinstance(base, GaussianBase) or "unwidened" in base.info:
+        return base
+    mix, stat = _defended(base, density, n_eval, rng)
+    if isinstance(stat, BaseFitError):
+        return base
+    return mix.with_values(
+        log_zeta=stat["log_is"],
+        elbo=stat["elbo"],
+        elbo_se=stat["elbo_se"],
+        info={**base.info, **stat, "defended": True, "unwidened": base},
     )
