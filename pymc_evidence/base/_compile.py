@@ -41,6 +41,7 @@ __all__ = [
     "BACKENDS",
     "compile_fn",
     "compile_rows",
+    "GROUP_INDEX",
     "no_jit_mode",
     "rows_of",
     "current_backend",
@@ -325,6 +326,9 @@ def _old_jax_solves(outputs) -> bool:
     return False
 
 
+#: The name of an integer index that :func:`gathers_data` does not count (the group index
+#: of :mod:`~pymc_evidence.transforms.group_quadrature`).
+GROUP_INDEX = "pme_group_index"
 #: Fewest elements of an indexed gather (``a[idx]``) or scatter for :func:`gathers_data`.
 GATHER_MIN_SIZE = 256
 
@@ -357,7 +361,11 @@ def gathers_data(outputs) -> bool:
         node = var.owner
         if node is None or not isinstance(node.op, kinds):
             continue
-        indices = [i for i in node.inputs[1:] if getattr(i.type, "dtype", "").startswith("int")]
+        indices = [
+            i
+            for i in node.inputs[1:]
+            if getattr(i.type, "dtype", "").startswith("int") and i.name != GROUP_INDEX
+        ]
         if any(_static_size(i) >= GATHER_MIN_SIZE for i in indices):
             return True
     return False

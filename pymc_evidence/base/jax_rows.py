@@ -147,10 +147,52 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
     single = not isinstance(outputs, list | tuple)
     fn, shared = _jaxified(flat, [outputs] if single else list(outputs), what)
     in_axes = (0,) + (None,) * len(shared)
-    rows = JaxRows(jax.vmap(fn, in_axes=in_axes), shared, what, int(ndim), single)
+    batched = _mapped(jax, fn, in_axes, row_chunk(outputs))
+    rows = JaxRows(batched, shared, what, int(ndim), single)
     if check:
         rows.trace()
     return rows
+
+
+#: Most elements (float64) of one row's intermediate arrays, counted from the graph's static
+#: shapes, for all rows of a call to be batched at once; a heavier function runs in batches
+#: of :data:`JAX_MIN_ROWS` rows.
+HEAVY_ROW = 2**14
+
+
+def row_chunk(outputs) -> int | None:
+    """Rows per batch of a call: :data:`JAX_MIN_ROWS` for a function heavier than
+    :data:`HEAVY_ROW` elements a row, else None (every row at once).
+
+    A call's arrays then stay in the CPU's caches: the value and gradient of a 15-node
+    quadrature over 900 rows (:mod:`~pymc_evidence.transforms.group_quadrature`) took
+    218 ms for 1024 rows vmapped at once and 67 ms in 32 batches of 32, and a density over
+    a million rows holds 32 rows' arrays instead of 1024's. Models without data-sized
+    intermediates keep one batch."""
+    from pytensor.graph.traversal import ancestors
+
+    graphs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+    work = 0
+    for var in ancestors(graphs):
+        shape = getattr(var.type, "shape", None)
+        if var.owner is not None and shape and None not in shape:
+            work += int(np.prod(shape, dtype=np.int64))
+    return JAX_MIN_ROWS if work > HEAVY_ROW else None
+
+
+def _mapped(jax, fn, in_axes, chunk):
+    """``fn`` over the rows of its first argument: ``jax.vmap``, in batches of ``chunk``
+    rows (:func:`jax.lax.map`) when given."""
+    rows = jax.vmap(fn, in_axes=in_axes)
+    if chunk is None:
+        return rows
+
+    def batched(xs, *shared):
+        if xs.shape[0] <= chunk:
+            return rows(xs, *shared)
+        return jax.lax.map(lambda x: fn(x, *shared), xs, batch_size=chunk)
+
+    return batched
 
 
 class JaxRows:

@@ -27,7 +27,7 @@ fitted bases reach less well than the joint non-centred space).
 
 The node count and the Newton steps are chosen once, where the model is made
 (:func:`choose_rule`): at the model's initial point and at points with every other
-unconstrained value moved by ±1.5, the fewest steps after which no group's mode moves
+unconstrained value moved by ±:data:`SPREAD`, the fewest steps after which no group's mode moves
 more than ``1e-6`` of its scale, and the fewest nodes (1, 3, 7, 15, 31) whose total agrees
 with the next count's to :data:`NODE_TOLERANCE`.
 
@@ -60,9 +60,11 @@ __all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate
 MIN_GROUPS = 100
 #: Largest difference (nats, the whole likelihood) between a node count's integral and the
 #: next count's at which the smaller count is taken.
-NODE_TOLERANCE = 1e-4
+NODE_TOLERANCE = 1e-3
 #: Node counts tried, each against the next.
 NODE_COUNTS = (1, 3, 7, 15, 31)
+#: How far the rule's test points lie from the initial point (unconstrained units).
+SPREAD = 0.75
 #: Most Newton steps.
 MAX_STEPS = 30
 #: Points of the grid of the non-Gaussian draws.
@@ -177,7 +179,7 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     if not terms.gaussian:
         effects = mode[None, :] + _grid()[:, None] * scale[None, :]
         prior = -0.5 * ((effects - terms.mean) / terms.sd) ** 2
-        moments.append(terms.segment_sum(terms.at(effects[:, terms.group])) + prior)
+        moments.append(terms.segment_sum(terms.at(terms.gather(effects))) + prior)
     shape = (int(terms.n_groups),)
     new = pm.do(model, {effect.name: np.zeros(shape)}, make_interventions_shared=False)
     renamed = to_new_values(model, new, [pt.sum(integral) - at_zero, *moments])
@@ -215,6 +217,7 @@ def _row_terms(model: pm.Model, effect, y) -> RowTerms | None:
     if logp.type.ndim != 1 or not n:
         return None
     u = pt.vector("u_row_effect", dtype="float64", shape=(n,))
+    logp = _index_lifted(logp, value)
     found = _uses(logp, value, n, n_groups)
     if found is None:
         return None
@@ -261,6 +264,45 @@ def _uses(logp, value, n: int, n_groups: int):
     if any(i is not None for i in indices) or n != n_groups:
         return None
     return np.arange(n_groups), [value]
+
+
+def _index_lifted(logp, value):
+    """``logp`` with every ``e(value, ...)[g]`` of an elementwise ``e`` written as
+    ``e(value[g], ...[g])``, down to ``value`` (a non-centred effect ``mu + tau * z``
+    indexed by group), so that :func:`_uses` finds ``value[g]`` itself."""
+    nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
+    lifted = {}
+    for node in nodes:
+        name = type(node.op).__name__
+        if name not in ("AdvancedSubtensor1", "AdvancedSubtensor") or len(node.inputs) != 2:
+            continue
+        source, index = node.inputs
+        if source is value or value not in ancestors([source]):
+            continue
+        new = _lift(source, index, value)
+        if new is not None:
+            lifted[node.outputs[0]] = new
+    return graph_replace(logp, lifted, strict=False) if lifted else logp
+
+
+def _lift(x, index, value):
+    """``x[index]`` pushed through the vector ``Elemwise`` ops between ``value`` and ``x``,
+    or None where another op stands between them."""
+    if x is value:
+        return value[index]
+    node = x.owner
+    if node is None or not isinstance(node.op, Elemwise) or x.type.ndim != 1:
+        return None
+    inputs = []
+    for inp in node.inputs:
+        if value in ancestors([inp]):
+            inp = _lift(inp, index, value)
+            if inp is None:
+                return None
+        elif inp.type.ndim == 1 and not inp.type.broadcastable[0]:
+            inp = inp[index]
+        inputs.append(inp)
+    return node.op(*inputs)
 
 
 def _index_of(node, value, n_groups: int):
@@ -394,17 +436,17 @@ def _check_rule(terms: RowTerms, rows):
 
 
 def _test_points(model: pm.Model, inputs) -> list:
-    """The model's initial point and four points around it (every value moved by ±1.5,
-    together and in alternating signs), as argument lists of ``inputs``."""
+    """The model's initial point and four points around it (every value moved by
+    :data:`SPREAD`, together and in alternating signs), as argument lists of ``inputs``."""
     start = model.initial_point()
     points = []
-    for shift in (0.0, 1.5, -1.5, "alt+", "alt-"):
+    for shift in (0.0, SPREAD, -SPREAD, "alt+", "alt-"):
         args = []
         for i, var in enumerate(inputs):
             value = np.asarray(start[var.name], dtype=float)
             if isinstance(shift, str):
                 sign = 1.0 if (i % 2 == 0) == (shift == "alt+") else -1.0
-                value = value + 1.5 * sign
+                value = value + SPREAD * sign
             else:
                 value = value + shift
             args.append(value.astype(var.dtype))

@@ -20,9 +20,10 @@ constant (:func:`pytensor.gradient.zero_grad`; at the mode ``∂Q/∂m`` vanishe
 the nodes carry the dependence on the hyperparameters. Hamiltonian moves stay exact with an
 approximate gradient (the leapfrog map preserves volume for any force); it only guides them.
 
-Segment sums over groups are ``inc_subtensor`` on a constant index, which jax runs as a
-scatter-add, so a density call costs ``O(n (T + K))`` for ``n`` rows, ``T`` Newton steps
-and ``K`` nodes, whatever ``J``.
+Segment sums over groups are sums over a padded table of each group's rows
+(:meth:`RowTerms.segment_sum`), so a density call costs ``O(n (T + K))`` for ``n`` rows,
+``T`` Newton steps and ``K``
+nodes, whatever ``J``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import zero_grad
 from pytensor.graph.replace import graph_replace, vectorize_graph
+
+from ..base._compile import GROUP_INDEX
 
 __all__ = ["MAX_STEP", "GroupRule", "RowTerms", "log_marginal", "mode_and_scale", "newton"]
 
@@ -84,11 +87,52 @@ class RowTerms:
         d2 = pt.grad(pt.sum(d1), self.u)
         return graph_replace([d1, d2], {self.u: u}, strict=False)
 
+    def _constant(self, values):
+        """An integer constant named :data:`~pymc_evidence.base._compile.GROUP_INDEX`,
+        which :func:`~pymc_evidence.base._compile.gathers_data` passes (this graph runs on
+        XLA: see :meth:`segment_sum`)."""
+        return pt.constant(np.asarray(values, dtype=np.int64), name=GROUP_INDEX)
+
+    def gather(self, groups):
+        """Each row's value of ``(..., J)`` group values: ``(..., n)``."""
+        return groups[..., self._constant(self.group)]
+
     def segment_sum(self, rows):
-        """Sum ``(..., n)`` rows into ``(..., J)`` groups."""
+        """Sum ``(..., n)`` rows into ``(..., J)`` groups: the rows gathered into a
+        ``(J, r)`` table (``r`` the largest group, shorter groups padded with zeros; a
+        reshape where the groups are contiguous and equal) and summed along it. XLA's CPU
+        backend runs a scatter-add, a segment sum or a cumulative sum one element at a
+        time, ten times slower than the density itself (15 nodes of 300 groups of 3
+        Poisson rows at 1024 points: 150 ms against 13 ms); a gather and a sum run at the
+        density's speed. Where padding would more than quadruple the rows (a few large
+        groups among many small ones), the scatter-add stays."""
         lead = tuple(rows.shape[i] for i in range(rows.type.ndim - 1))
-        zeros = pt.zeros((*lead, self.n_groups), dtype=rows.dtype)
-        return pt.inc_subtensor(zeros[..., self.group], rows)
+        table = _padded_table(self.group, self.n_groups)
+        if table is None:
+            zeros = pt.zeros((*lead, self.n_groups), dtype=rows.dtype)
+            return pt.inc_subtensor(zeros[..., self._constant(self.group)], rows)
+        if isinstance(table, int):
+            return pt.sum(rows.reshape((*lead, self.n_groups, table)), axis=-1)
+        padded = pt.concatenate([rows, pt.zeros((*lead, 1), dtype=rows.dtype)], axis=-1)
+        return pt.sum(padded[..., self._constant(table)], axis=-1)
+
+
+def _padded_table(group: np.ndarray, n_groups: int):
+    """The ``(J, r)`` row indices of each group, padded with ``n`` (the appended zero); the
+    group size ``r`` alone where the groups are contiguous and of one size; None where the
+    table would hold more than four times the rows."""
+    counts = np.bincount(group, minlength=n_groups)
+    size, n = int(counts.max(initial=0)), len(group)
+    if n_groups * size > 4 * n:
+        return None
+    if np.all(counts == size) and np.array_equal(group, np.repeat(np.arange(n_groups), size)):
+        return size
+    order = np.argsort(group, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(n) - starts[group[order]]
+    table = np.full((n_groups, size), n, dtype=np.int64)
+    table[group[order], slot] = order
+    return table
 
 
 @dataclass(frozen=True)
@@ -102,7 +146,7 @@ class GroupRule:
 def _curvature(terms: RowTerms, b):
     """``(h', -h'')`` of every group's log integrand at ``b`` (``-h''`` bounded below by the
     prior's precision: a likelihood that is not log-concave adds no negative curvature)."""
-    d1, d2 = terms.derivatives(b[terms.group])
+    d1, d2 = terms.derivatives(terms.gather(b))
     precision = 1.0 / terms.sd**2
     grad = terms.segment_sum(d1) - (b - terms.mean) * precision
     curv = precision - terms.segment_sum(pt.minimum(d2, 0.0))
@@ -135,14 +179,13 @@ def mode_and_scale(terms: RowTerms, steps: int, mode=None):
 
 def log_marginal(terms: RowTerms, rule: GroupRule, at=None):
     """``(J,)`` the log integral of every group (the module's formula), at the modes and
-    scales ``at`` when given (else after ``rule.steps`` Newton steps)."""
+    scales ``at`` when given (else after ``rule.steps`` Newton steps). The rows' effects
+    are gathered once (``m[g] + √2 x_k s[g]``), so that the gradient scatters ``s`` once."""
     mode, scale = mode_and_scale(terms, rule.steps) if at is None else at
     x, w = np.polynomial.hermite.hermgauss(rule.nodes)
-    effects = mode[None, :] + np.sqrt(2.0) * x[:, None] * scale[None, :]  # (K, J)
-    if rule.nodes == 1:
-        rows = terms.at(effects[0][terms.group])[None, :]
-    else:
-        rows = terms.at(effects[:, terms.group])
+    offsets = np.sqrt(2.0) * x[:, None]
+    effects = mode[None, :] + offsets * scale[None, :]  # (K, J)
+    rows = terms.at(terms.gather(mode)[None, :] + offsets * terms.gather(scale)[None, :])
     z = (effects - terms.mean) / terms.sd
     prior = -0.5 * z**2 - pt.log(terms.sd) - 0.5 * np.log(2 * np.pi)
     log_h = terms.segment_sum(rows) + prior + (np.log(w) + x**2)[:, None]
