@@ -34,10 +34,7 @@ def with_discrete_draws(result, problem):
     values = {rv.name: post[rv.name].values for rv in summed.model.free_RVs}
     x = np.asarray(space.unconstrain(values))
     lead = x.shape[:-1]
-    with without_tracebacks():  # see transforms.elimination: they can double per rewrite
-        tables = space.rows_function("summed tables", lambda: list(summed.tables))
-        rows = tables(x.reshape(-1, x.shape[-1]))
-    draws = summed.draw([np.asarray(r) for r in rows], problem.rng("discrete"))
+    draws = _draws(summed, space, x.reshape(-1, x.shape[-1]), problem.rng("discrete"))
     source = problem.source
     data = {}
     for name, value in draws.items():
@@ -47,6 +44,25 @@ def with_discrete_draws(result, problem):
     post = _recomputed_deterministics(post, source, summed.names)
     set_group(result, "posterior", post)
     return result
+
+
+def _draws(summed, space, x: np.ndarray, rng) -> dict:
+    """The integrated variables' draws at the rows ``x``: the tables by one call without
+    JIT, or, for an integration whose tables are ``batched`` (group effects: data-sized
+    tables of every group), by the batched density's backend, ``DRAW_CHUNK`` rows at a
+    time, so that the tables of only so many draws are held at once."""
+    chunk = getattr(summed, "draw_chunk", None)
+    if chunk is None:
+        with without_tracebacks():  # see transforms.elimination: they can double per rewrite
+            tables = space.rows_function("summed tables", lambda: list(summed.tables))
+            rows = tables(x)
+        return summed.draw([np.asarray(r) for r in rows], rng)
+    tables = space.batched_rows_function("summed tables", lambda: list(summed.tables))
+    parts = [
+        summed.draw([np.asarray(r) for r in tables(x[i : i + chunk])], rng)
+        for i in range(0, len(x), chunk)
+    ]
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
 def _dims(source: pm.Model, name: str, ndim: int) -> tuple:

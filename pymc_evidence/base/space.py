@@ -19,7 +19,7 @@ from pymc.initial_point import make_initial_point_expression, make_initial_point
 from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from ._compile import compile_fn, rows_of
+from ._compile import compile_fn, compile_rows, rows_of
 
 __all__ = ["ModelSpace", "model_space"]
 
@@ -180,6 +180,19 @@ class ModelSpace:
             fn = self._rows_fns[key] = self.compile_raveled_rows(graph_of())
         return fn
 
+    def batched_rows_function(self, key, graph_of):
+        """As :meth:`rows_function`, compiled as the batched density is (on JAX where it
+        can run: :func:`~pymc_evidence.base._compile.compile_rows`), for graphs evaluated
+        at many rows whose numpy evaluation would cost more than a compilation."""
+        key = ("batched", key)
+        fn = self._rows_fns.get(key)
+        if fn is None:
+            flat, graph = self.on_flat(list(graph_of()))
+            what = "the posterior's tables"
+            vectorized, one = compile_rows(flat, graph, what=what, ndim=self.ndim)
+            fn = self._rows_fns[key] = _as_rows(one, vectorized)
+        return fn
+
     def unconstrain(self, values: dict) -> np.ndarray:
         """Map constrained draws (dict of free-variable name to array with leading sample
         dims, as in a ``posterior`` group) to raveled unconstrained vectors.
@@ -269,6 +282,13 @@ def _initial_point_fn(model):
         return dict(zip(names, fn(), strict=True))
 
     return initial_point
+
+
+def _as_rows(fn, vectorized: bool):
+    """``fn(xs) -> list of (len(xs), ...) arrays`` from :func:`compile_rows`'s function."""
+    if vectorized:
+        return lambda xs: [np.asarray(o) for o in fn(np.asarray(xs, dtype=np.float64))]
+    return lambda xs: [np.stack(v) for v in zip(*(fn(row) for row in xs), strict=True)]
 
 
 def model_space(model: pm.Model | None = None) -> ModelSpace:

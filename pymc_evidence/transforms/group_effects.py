@@ -68,7 +68,7 @@ SPREAD = 0.75
 #: Most Newton steps.
 MAX_STEPS = 30
 #: Points of the grid of the non-Gaussian draws.
-GRID = 64
+GRID = 32
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,8 @@ class GroupEffectsOut:
     shapes: tuple
     moments: tuple
     rule: GroupRule
+    #: Posterior draws whose tables are computed at once (batched: data-sized tables).
+    draw_chunk = 256
 
     @property
     def tables(self) -> tuple:
