@@ -39,17 +39,8 @@ from .transforms.reparam import centred_scales, reparam_info
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
-STREAMS = (
-    "base",
-    "nuts",
-    "method",
-    "resample",
-    "init",
-    "pilot",
-    "discrete",
-    "more_chains",
-    "defensive",
-)
+STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "more_chains",
+           "defensive")  # fmt: skip
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
@@ -191,8 +182,7 @@ class EvidenceProblem:
 
     @property
     def integrated(self) -> tuple[str, ...]:
-        """Names of the Gaussian latents or group effects integrated out of the problem's
-        model."""
+        """Names of the Gaussian latents or group effects integrated out of the model."""
         return self.summed.names if isinstance(self.summed, _INTEGRATED) else ()
 
     @property
@@ -303,7 +293,8 @@ class EvidenceProblem:
             )
             return "prior", {}
         if small:
-            return "fullrank_advi", {"laplace_first": True}
+            local = isinstance(self.summed, GroupEffectsOut)  # one bump: see laplace_first
+            return "fullrank_advi", {"laplace_first": "local" if local else True}
         also = self.space.ndim <= FULLRANK_TRY_MAX_DIM
         return "advi", {"laplace": True, "laplace_first": True, "also_fullrank": also}
 

@@ -199,7 +199,7 @@ def fit_base(
     progressbar: bool = True,
     modes: bool = True,
     laplace: bool = False,
-    laplace_first: bool = False,
+    laplace_first: bool | str = False,
     widen: bool = True,
     also_fullrank: bool = False,
 ) -> GaussianBase | MixtureBase | PriorBase:
@@ -259,7 +259,8 @@ def fit_base(
         Gaussian (``kind "laplace"``) without fitting ADVI (checks in
         :func:`~pymc_evidence.base.laplace_first.laplace_first`). ``base="auto"`` does
         this: on a regression, a logistic regression or a Gaussian-like time series the
-        fit's thousands of steps buy nothing.
+        fit's thousands of steps buy nothing. ``"local"``: without the short ADVI fits of
+        check 3 (``base="auto"`` on a hierarchy whose group effects were integrated out).
     widen : bool, default True
         A fitted base whose importance-sampling ESS is below
         :data:`~pymc_evidence.base.widen.WIDEN_BELOW` of ``n_eval`` draws is also tried
@@ -315,8 +316,9 @@ def fit_base(
     found = None
     if modes and laplace_first:
         quick, found = laplace_first_base(
-            space, starts, rng, fullrank=fullrank, n_eval=n_eval, progressbar=progressbar
-        )
+            space, starts, rng, fullrank=fullrank, n_eval=n_eval, progressbar=progressbar,
+            settle=laplace_first != "local",
+        )  # fmt: skip
         if quick is not None:
             return quick
     fits, errors = _fit_restarts(

@@ -121,6 +121,7 @@ def laplace_first(
     fullrank: bool = True,
     n_eval: int = 1000,
     progressbar: bool = False,
+    settle: bool = True,
 ):
     """The Laplace Gaussian of a one-mode posterior as the base, when it passes the checks.
 
@@ -137,6 +138,10 @@ def laplace_first(
     n_eval : int
         Importance-sampling draws of check 2.
     progressbar : bool
+    settle : bool, default True
+        Run check 3. Without it, checks 1 and 2 decide: for posteriors whose shape is known
+        to be one bump (the hyperparameters of a hierarchy with its group effects
+        integrated out, where the short fits took 29 of a 96-s call at 1000 groups).
 
     Returns
     -------
@@ -156,7 +161,9 @@ def laplace_first(
     (stats,) = evaluate_bases(density, modes, n_eval, rng)
     if isinstance(stats, BaseFitError) or stats["is_ess"] < LAPLACE_ESS * n_eval:
         return None, found
-    if not _fits_settle(density, modes[0], starts, rng, fullrank=fullrank, progressbar=progressbar):
+    if settle and not _fits_settle(
+        density, modes[0], starts, rng, fullrank=fullrank, progressbar=progressbar
+    ):
         return None, found
     info = {**modes[0].info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
     base = modes[0].with_values(

@@ -60,11 +60,11 @@ __all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate
 MIN_GROUPS = 100
 #: Largest difference (nats, the whole likelihood) between a node count's integral and the
 #: next count's at which the smaller count is taken.
-NODE_TOLERANCE = 1e-3
+NODE_TOLERANCE = 5e-3
 #: Node counts tried, each against the next.
 NODE_COUNTS = (1, 3, 7, 15, 31)
 #: How far the rule's test points lie from the initial point (unconstrained units).
-SPREAD = 0.75
+SPREAD = 0.5
 #: Most Newton steps.
 MAX_STEPS = 30
 #: Points of the grid of the non-Gaussian draws.
