@@ -361,12 +361,8 @@ def gathers_data(outputs) -> bool:
         node = var.owner
         if node is None or not isinstance(node.op, kinds):
             continue
-        indices = [
-            i
-            for i in node.inputs[1:]
-            if getattr(i.type, "dtype", "").startswith("int") and i.name != GROUP_INDEX
-        ]
-        if any(_static_size(i) >= GATHER_MIN_SIZE for i in indices):
+        ints = [i for i in node.inputs[1:] if getattr(i.type, "dtype", "").startswith("int")]
+        if any(_static_size(i) >= GATHER_MIN_SIZE and i.name != GROUP_INDEX for i in ints):
             return True
     return False
 

@@ -164,11 +164,10 @@ def row_chunk(outputs) -> int | None:
     """Rows per batch of a call: :data:`JAX_MIN_ROWS` for a function heavier than
     :data:`HEAVY_ROW` elements a row, else None (every row at once).
 
-    A call's arrays then stay in the CPU's caches: the value and gradient of a 15-node
-    quadrature over 900 rows (:mod:`~pymc_evidence.transforms.group_quadrature`) took
-    218 ms for 1024 rows vmapped at once and 67 ms in 32 batches of 32, and a density over
-    a million rows holds 32 rows' arrays instead of 1024's. Models without data-sized
-    intermediates keep one batch."""
+    A call's arrays then stay in the CPU's caches (the group quadrature of
+    :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
+    ``docs/performance.rst``), and a density over a million rows holds 32 rows' arrays
+    instead of 1024's. Models without data-sized intermediates keep one batch."""
     from pytensor.graph.traversal import ancestors
 
     graphs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]

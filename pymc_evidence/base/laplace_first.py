@@ -141,7 +141,8 @@ def laplace_first(
     settle : bool, default True
         Run check 3. Without it, checks 1 and 2 decide: for posteriors whose shape is known
         to be one bump (the hyperparameters of a hierarchy with its group effects
-        integrated out, where the short fits took 29 of a 96-s call at 1000 groups).
+        integrated out, whose density costs a quadrature over every row: there the short
+        fits were most of the base's cost).
 
     Returns
     -------

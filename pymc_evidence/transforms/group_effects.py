@@ -8,9 +8,9 @@ A random intercept ``b ~ N(μ, σ)`` of ``J`` groups enters a likelihood of ``n`
 ``J`` one-dimensional integrals (:mod:`.group_quadrature`: adaptive Gauss-Hermite, lme4's
 ``nAGQ``; exact for a Gaussian likelihood). The evidence is unchanged, and the annealing
 then runs over ``θ`` only: a few hyperparameters and coefficients instead of ``J + d``
-dimensions, at ``O(n)`` cost a density call. In the joint space the default's cost grew
-faster than ``J`` and its ADVI fit failed at ``J = 1000`` on a centred Gaussian
-hierarchy, which ``pm.sample`` samples in seconds.
+dimensions, at ``O(n)`` cost a density call (in the joint space the default's cost grew
+faster than ``J``, and its ADVI fit failed on a 1000-group centred Gaussian hierarchy:
+``docs/hard_models.rst``, "Group effects integrated out").
 
 :func:`integrate_group_effects` finds such a variable by the graph alone: a free ``Normal``
 ``b`` of at least :data:`MIN_GROUPS` elements whose only dependent term is one observed
@@ -44,15 +44,14 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import NormalRV
 from scipy import special, stats
 
 from .discrete_values import to_new_values
-from .gaussian_latent import dependents, free_of, static_size
+from .gaussian_latent import dependents
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms, log_marginal, mode_and_scale
+from .group_rows import length, row_terms
 
 __all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate_group_effects"]
 
@@ -196,186 +195,18 @@ def _candidate(model: pm.Model):
     for rv in model.free_RVs:
         if not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv):
             continue
-        if rv.type.ndim != 1 or _length(rv) < MIN_GROUPS:
+        if rv.type.ndim != 1 or length(rv) < MIN_GROUPS:
             continue
         terms = dependents(model, rv)
         if len(terms) != 1 or terms[0] not in model.observed_RVs:
             continue
-        rows = _row_terms(model, rv, terms[0])
+        rows = row_terms(model, rv, terms[0])
         if rows is not None:
             found.append((rows.n_groups, rv.name, rv, rows))
     if not found:
         return None
     _, _, rv, rows = max(found, key=lambda item: item[:2])
     return rv, rows
-
-
-def _row_terms(model: pm.Model, effect, y) -> RowTerms | None:
-    """The rows' log density of ``y`` as a function of each row's effect, or None when it
-    does not depend on ``effect`` through one constant index and then elementwise."""
-    value = model.rvs_to_values[effect]
-    logp = model.logp(vars=[y], sum=False)[0]
-    n, n_groups = _length(y), _length(effect)
-    if logp.type.ndim != 1 or not n:
-        return None
-    u = pt.vector("u_row_effect", dtype="float64", shape=(n,))
-    logp = _index_lifted(logp, value)
-    found = _uses(logp, value, n, n_groups)
-    if found is None:
-        return None
-    group, replace = found
-    logp = graph_replace(logp, {k: u for k in replace}, strict=False)
-    if value in ancestors([logp]):
-        return None
-    logp = _without_effect_checks(logp, u)
-    if not _elementwise(logp, u):
-        return None
-    mean, sd = effect.owner.op.dist_params(effect.owner)
-    shape = (n_groups,)
-    mean, sd = model.replace_rvs_by_values(
-        [
-            pt.broadcast_to(mean, shape).astype("float64"),
-            pt.broadcast_to(sd, shape).astype("float64"),
-        ]
-    )
-    d2 = pt.grad(pt.sum(pt.grad(pt.sum(logp), u)), u)
-    return RowTerms(logp, u, group, n_groups, mean, sd, gaussian=free_of(d2, [u]))
-
-
-def _length(var) -> int:
-    """The number of elements of a vector variable (0 where its shape is not constant)."""
-    if static_size(var):
-        return static_size(var)
-    try:
-        return int(np.prod(var.shape.eval(), dtype=int))
-    except Exception:  # a shape that depends on other inputs
-        return 0
-
-
-def _uses(logp, value, n: int, n_groups: int):
-    """``(group index, variables to replace by the row effect)``: the outputs of ``value[g]``
-    for one constant ``g``, or ``value`` itself with one row per group; else None."""
-    nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
-    clients = [node for node in nodes if any(i is value for i in node.inputs)]
-    indices = [_index_of(node, value, n_groups) for node in clients]
-    if clients and all(i is not None for i in indices):
-        first = indices[0]
-        if all(np.array_equal(first, i) for i in indices) and len(first) == n:
-            return first, [node.outputs[0] for node in clients]
-        return None
-    if any(i is not None for i in indices) or n != n_groups:
-        return None
-    return np.arange(n_groups), [value]
-
-
-def _index_lifted(logp, value):
-    """``logp`` with every ``e(value, ...)[g]`` of an elementwise ``e`` written as
-    ``e(value[g], ...[g])``, down to ``value`` (a non-centred effect ``mu + tau * z``
-    indexed by group), so that :func:`_uses` finds ``value[g]`` itself."""
-    nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
-    lifted = {}
-    for node in nodes:
-        name = type(node.op).__name__
-        if name not in ("AdvancedSubtensor1", "AdvancedSubtensor") or len(node.inputs) != 2:
-            continue
-        source, index = node.inputs
-        if source is value or value not in ancestors([source]):
-            continue
-        new = _lift(source, index, value)
-        if new is not None:
-            lifted[node.outputs[0]] = new
-    return graph_replace(logp, lifted, strict=False) if lifted else logp
-
-
-def _lift(x, index, value):
-    """``x[index]`` pushed through the vector ``Elemwise`` ops between ``value`` and ``x``,
-    or None where another op stands between them."""
-    if x is value:
-        return value[index]
-    node = x.owner
-    if node is None or not isinstance(node.op, Elemwise) or x.type.ndim != 1:
-        return None
-    inputs = []
-    for inp in node.inputs:
-        if value in ancestors([inp]):
-            inp = _lift(inp, index, value)
-            if inp is None:
-                return None
-        elif inp.type.ndim == 1 and not inp.type.broadcastable[0]:
-            inp = inp[index]
-        inputs.append(inp)
-    return node.op(*inputs)
-
-
-def _index_of(node, value, n_groups: int):
-    """The constant index ``g`` of ``node`` when it is ``value[g]`` (a 1-d integer index,
-    a constant or a data container's value), else None."""
-    if type(node.op).__name__ not in ("AdvancedSubtensor1", "AdvancedSubtensor"):
-        return None
-    if len(node.inputs) != 2 or node.inputs[0] is not value or node.outputs[0].type.ndim != 1:
-        return None
-    index = node.inputs[1]
-    data = index.get_value() if hasattr(index, "get_value") else getattr(index, "data", None)
-    if data is None:
-        return None
-    data = np.asarray(data)
-    if data.ndim != 1 or data.dtype.kind not in "iu" or data.min(initial=0) < -n_groups:
-        return None
-    if data.max(initial=0) >= n_groups:
-        return None
-    return np.mod(data, n_groups).astype(np.int64)
-
-
-def _without_effect_checks(logp, u):
-    """``logp`` without PyMC's parameter checks whose condition depends on ``u`` (a
-    Poisson's ``mu >= 0``): a row outside the support is then NaN or ``-inf`` by itself
-    (:meth:`RowTerms.at` counts NaN as ``-inf``), where the check would reduce over rows."""
-    while True:
-        nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
-        checks = [
-            node
-            for node in nodes
-            if type(node.op).__name__ == "CheckParameterValue" and u in ancestors(node.inputs[1:])
-        ]
-        if not checks:
-            return logp
-        logp = graph_replace(logp, {c.outputs[0]: c.inputs[0] for c in checks}, strict=False)
-
-
-def _elementwise(logp, u) -> bool:
-    """True when every op between ``u`` and ``logp`` is ``Elemwise`` on vectors (or the
-    broadcast of the result to the rows' shape, or a parameter check whose condition does
-    not depend on ``u``), so that row ``i`` depends on ``u[i]`` alone."""
-    depends: dict = {}
-    stack = [logp]
-    while stack:
-        var = stack[-1]
-        if var is u or var.owner is None:
-            depends[var] = var is u
-            stack.pop()
-            continue
-        todo = [i for i in var.owner.inputs if i not in depends]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        inputs = var.owner.inputs
-        depends[var] = any(depends[i] for i in inputs)
-        if depends[var] and not _elementwise_node(var, inputs, depends):
-            return False
-    return True
-
-
-def _elementwise_node(var, inputs, depends) -> bool:
-    """Whether one node that depends on the row effect keeps rows apart."""
-    op = var.owner.op
-    if var.type.ndim != 1:
-        return False
-    if isinstance(op, Elemwise):
-        return all(i.type.ndim == 1 or not depends[i] for i in inputs)
-    if type(op).__name__ in ("Alloc", "CheckParameterValue"):
-        return not any(depends[i] for i in inputs[1:])  # shapes, conditions
-    return False
 
 
 def choose_rule(model: pm.Model, terms: RowTerms) -> GroupRule:
