@@ -351,7 +351,9 @@ def test_bridge_sampling_without_a_model_says_what_to_pass():
 def test_covariance_noise_rule_refuses_before_sampling(monkeypatch):
     """A 302-parameter hierarchy with the default 4 x 1000 draws: d^2/4n = 11.4 nats of
     noise in the proposal (bridge was 2-9 nats off at 352-502 parameters): refused before
-    the NUTS run, for bridge alone and in a cross-check (smc does not run first either)."""
+    the NUTS run, for bridge alone and in a cross-check (smc does not run first either).
+    As written (``reparam=None``): with ``"auto"`` its 300 effects are integrated out and
+    two dimensions are left."""
     from pymc_evidence.methods import bridge as bridge_method
     from pymc_evidence.testing import hierarchical_normal
 
@@ -366,7 +368,7 @@ def test_covariance_noise_rule_refuses_before_sampling(monkeypatch):
     model = hierarchical_normal(J=300).model
     for method in ("bridge", ["smc", "bridge"]):
         with pytest.raises(ValueError, match=r"302 dimensions.*method='smc'.*draws=1426"):
-            pme.sample_evidence(model, method, random_seed=1, progressbar=False)
+            pme.sample_evidence(model, method, random_seed=1, progressbar=False, reparam=None)
 
 
 def test_covariance_noise_rule_warns_on_given_draws():

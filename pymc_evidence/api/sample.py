@@ -147,12 +147,14 @@ def sample_evidence(
         terms as part of the likelihood) and ``reparam`` (``"auto"``, default: integrate
         Gaussian latents of a Gaussian likelihood out, such as the values of a
         ``pm.gp.Latent`` with Gaussian noise, see
-        :func:`pymc_evidence.transforms.gaussian_latent.integrate_gaussian_latent`, and work
+        :func:`pymc_evidence.transforms.gaussian_latent.integrate_gaussian_latent`, or a
+        hierarchy's group effects of 100 groups or more, group by group, see
+        :func:`pymc_evidence.transforms.group_effects.integrate_group_effects`, and work
         on the non-centred form of centred location-scale variables, see
         :func:`pymc_evidence.transforms.reparametrize`; ``log Z`` is unchanged and the
         posterior keeps the variables as written, the integrated ones drawn from their
-        Gaussian conditional; the attributes ``integrated`` and ``reparametrized`` name
-        them; ``None`` keeps the model as written).
+        conditional; the attributes ``integrated`` and ``reparametrized`` name them;
+        ``None`` keeps the model as written).
         A fitted ``base`` or a ``posterior`` of the model as written turns ``"auto"`` off.
 
         For the CT methods:

@@ -175,11 +175,12 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     integral = log_marginal(terms, rule)
     n = len(terms.group)
     at_zero = pt.sum(terms.at(pt.zeros(n, dtype="float64")))
-    mode, scale = mode_and_scale(terms, rule.steps)
+    offset, scale = mode_and_scale(terms, rule.steps)
+    mode = terms.mean + offset
     moments = [mode, scale]
     if not terms.gaussian:
         effects = mode[None, :] + _grid()[:, None] * scale[None, :]
-        prior = -0.5 * ((effects - terms.mean) / terms.sd) ** 2
+        prior = -0.5 * ((offset[None, :] + _grid()[:, None] * scale[None, :]) / terms.sd) ** 2
         moments.append(terms.segment_sum(terms.at(terms.gather(effects))) + prior)
     shape = (int(terms.n_groups),)
     new = pm.do(model, {effect.name: np.zeros(shape)}, make_interventions_shared=False)

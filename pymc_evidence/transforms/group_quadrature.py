@@ -143,50 +143,56 @@ class GroupRule:
     nodes: int
 
 
-def _curvature(terms: RowTerms, b):
-    """``(h', -h'')`` of every group's log integrand at ``b`` (``-h''`` bounded below by the
-    prior's precision: a likelihood that is not log-concave adds no negative curvature)."""
-    d1, d2 = terms.derivatives(terms.gather(b))
+def _curvature(terms: RowTerms, offset):
+    """``(h', -h'')`` of every group's log integrand at ``mean + offset`` (at the prior
+    mean for None; ``-h''`` bounded below by the prior's precision: a likelihood that is
+    not log-concave adds no negative curvature)."""
+    effect = terms.mean if offset is None else terms.mean + offset
+    d1, d2 = terms.derivatives(terms.gather(effect))
     precision = 1.0 / terms.sd**2
-    grad = terms.segment_sum(d1) - (b - terms.mean) * precision
+    grad = terms.segment_sum(d1)
+    if offset is not None:
+        grad = grad - offset * precision
     curv = precision - terms.segment_sum(pt.minimum(d2, 0.0))
     return grad, curv
 
 
 def newton(terms: RowTerms, steps: int):
-    """Every group's mode after ``steps`` Newton steps from the prior mean (a constant of
-    the gradient), and the largest step of each iteration in units of the scale there."""
-    b = zero_grad(terms.mean)
-    sizes = []
+    """Every group's mode after ``steps`` Newton steps from the prior mean, as its offset
+    from that mean (a constant of the gradient: written as ``zero_grad(offset)``, never
+    ``zero_grad(mean) - mean`` or ``mean + zeros``, on which PyTensor 2's canonicalizer
+    does not end), and the largest step of each iteration in units of the scale there."""
+    offset, sizes = None, []
     for _ in range(steps):
-        grad, curv = _curvature(terms, b)
+        grad, curv = _curvature(terms, offset)
         step = grad / curv
         if not terms.gaussian:
             step = pt.clip(step, -MAX_STEP, MAX_STEP)
         sizes.append(pt.max(pt.abs(step) * pt.sqrt(curv)))
-        b = zero_grad(b + step)
-    return b, sizes
+        offset = zero_grad(step if offset is None else offset + step)
+    return offset, sizes
 
 
-def mode_and_scale(terms: RowTerms, steps: int, mode=None):
-    """Each group's mode after ``steps`` Newton steps (or ``mode``) and the scale
-    ``s = (-h'')^{-1/2}`` there (``(J,)`` each)."""
-    if mode is None:
-        mode, _ = newton(terms, steps)
-    _, curv = _curvature(terms, mode)
-    return mode, 1.0 / pt.sqrt(curv)
+def mode_and_scale(terms: RowTerms, steps: int, offset=None):
+    """Each group's mode after ``steps`` Newton steps (or at ``offset``), as its offset from
+    the prior mean, and the scale ``s = (-h'')^{-1/2}`` there (``(J,)`` each)."""
+    if offset is None:
+        offset, _ = newton(terms, steps)
+    _, curv = _curvature(terms, offset)
+    return offset, 1.0 / pt.sqrt(curv)
 
 
 def log_marginal(terms: RowTerms, rule: GroupRule, at=None):
-    """``(J,)`` the log integral of every group (the module's formula), at the modes and
-    scales ``at`` when given (else after ``rule.steps`` Newton steps). The rows' effects
+    """``(J,)`` the log integral of every group (the module's formula), at the mode offsets
+    and scales ``at`` when given (else after ``rule.steps`` Newton steps). The rows' effects
     are gathered once (``m[g] + √2 x_k s[g]``), so that the gradient scatters ``s`` once."""
-    mode, scale = mode_and_scale(terms, rule.steps) if at is None else at
+    offset, scale = mode_and_scale(terms, rule.steps) if at is None else at
     x, w = np.polynomial.hermite.hermgauss(rule.nodes)
-    offsets = np.sqrt(2.0) * x[:, None]
-    effects = mode[None, :] + offsets * scale[None, :]  # (K, J)
-    rows = terms.at(terms.gather(mode)[None, :] + offsets * terms.gather(scale)[None, :])
-    z = (effects - terms.mean) / terms.sd
+    nodes = np.sqrt(2.0) * x[:, None]
+    shifts = offset[None, :] + nodes * scale[None, :]  # (K, J): effects less the prior mean
+    mode = terms.mean + offset
+    rows = terms.at(terms.gather(mode)[None, :] + nodes * terms.gather(scale)[None, :])
+    z = shifts / terms.sd
     prior = -0.5 * z**2 - pt.log(terms.sd) - 0.5 * np.log(2 * np.pi)
     log_h = terms.segment_sum(rows) + prior + (np.log(w) + x**2)[:, None]
     return pt.log(np.sqrt(2.0) * scale) + pt.logsumexp(log_h, axis=0)
