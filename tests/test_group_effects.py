@@ -174,10 +174,6 @@ def test_default_evidence_of_a_glmm(kind):
     assert np.isfinite(post["b"].values).all()
 
 
-@pytest.mark.skipif(
-    int(pm.__version__.split(".")[0]) < 6,
-    reason="ran past 7 minutes on PyMC 5.28 / PyTensor 2.38 (6.6 s on PyMC 6): not yet found",
-)
 def test_default_evidence_of_a_centred_gaussian_hierarchy():
     system = hierarchical_normal(J=1000, seed=3, centered=True)
     with warnings.catch_warnings():

@@ -189,9 +189,12 @@ def log_marginal(terms: RowTerms, rule: GroupRule, at=None):
     offset, scale = mode_and_scale(terms, rule.steps) if at is None else at
     x, w = np.polynomial.hermite.hermgauss(rule.nodes)
     nodes = np.sqrt(2.0) * x[:, None]
-    shifts = offset[None, :] + nodes * scale[None, :]  # (K, J): effects less the prior mean
-    mode = terms.mean + offset
-    rows = terms.at(terms.gather(mode)[None, :] + nodes * terms.gather(scale)[None, :])
+    mode = terms.gather(terms.mean + offset)[None, :]
+    if rule.nodes == 1:  # Laplace: the one node is 0 (PyTensor 2 loops on 0 / sqrt(c))
+        shifts, rows = offset[None, :], terms.at(mode)
+    else:  # (K, J): effects less the prior mean
+        shifts = offset[None, :] + nodes * scale[None, :]
+        rows = terms.at(mode + nodes * terms.gather(scale)[None, :])
     z = shifts / terms.sd
     prior = -0.5 * z**2 - pt.log(terms.sd) - 0.5 * np.log(2 * np.pi)
     log_h = terms.segment_sum(rows) + prior + (np.log(w) + x**2)[:, None]
