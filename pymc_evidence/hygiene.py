@@ -86,7 +86,10 @@ def check_model(model: pm.Model, *, potentials: str | None = None, discrete: boo
         raise ModelHygieneError(
             f"The model has pm.Potential terms ({names}). A potential is an unnormalized "
             "density term, so the evidence depends on what it means. If it is part of the "
-            "likelihood (a custom data density), pass potentials='likelihood'."
+            "likelihood (a custom data density), pass potentials='likelihood'. If it "
+            "penalizes or constrains the prior, that prior is unnormalized: the evidence is "
+            "then log Z(the model) - log Z(the model written again without its observed "
+            "variables), each estimated with potentials='likelihood'."
         )
     scaled = [  # PyMC >= 5.10 wraps total_size RVs in a MinibatchRandomVariable
         rv.name

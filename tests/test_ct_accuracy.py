@@ -91,7 +91,11 @@ def test_many_modes_are_refused_before_sampling():
     from types import SimpleNamespace
 
     from pymc_evidence.base import MixtureBase
-    from pymc_evidence.methods._nuts import MAX_TEMPERING_MODES, refuse_many_modes
+    from pymc_evidence.methods._nuts import (
+        MAX_TEMPERING_MODES,
+        refuse_many_modes,
+        refuse_modes_beyond_chains,
+    )
 
     def problem(k, small=0):
         weights = np.r_[np.ones(k), np.full(small, 1e-3)]
@@ -101,8 +105,18 @@ def test_many_modes_are_refused_before_sampling():
         return SimpleNamespace(tempering_base=base)
 
     refuse_many_modes(problem(MAX_TEMPERING_MODES, small=5), {})  # tiny components not counted
-    with pytest.raises(ValueError, match="method='smc'"):
-        refuse_many_modes(problem(MAX_TEMPERING_MODES + 1), {})
+    many = problem(MAX_TEMPERING_MODES + 1)
+    with pytest.raises(ValueError, match="method='smc'") as info:
+        refuse_many_modes(many, {})
+    # what it advises is accepted: 'bar' only with a chain per mode
+    needed = MAX_TEMPERING_MODES + 1
+    assert f"chains={needed} or more" in str(info.value)
+    many.base = many.tempering_base
+    many.sampling = SimpleNamespace(chains=needed)
+    refuse_modes_beyond_chains(many, {})
+    many.sampling = SimpleNamespace(chains=needed - 1)
+    with pytest.raises(ValueError, match="NUTS chains"):
+        refuse_modes_beyond_chains(many, {})
 
     system = pme.testing.egg_box()  # the shells' 7 components (PyMC 6) are 4 or fewer on 5
     for method in ("ct", "gibbs_ct", "st"):

@@ -97,8 +97,10 @@ def test_discrete_free_variable_is_refused():
 
 def test_potential_is_refused_unless_declared_likelihood():
     model = potential_model()
-    with pytest.raises(ModelHygieneError, match="my_lik"):
+    with pytest.raises(ModelHygieneError, match="my_lik") as info:
         check_model(model)
+    # the prior-penalty case has its route too (a difference of two evidences)
+    assert "without its observed variables" in str(info.value)
     check_model(model, potentials="likelihood")  # accepted
 
 

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from _accuracy import assert_log_z
 from scipy.special import logsumexp
 
@@ -241,8 +242,10 @@ def test_settings_are_checked(toy):
     ):
         with pytest.raises(ValueError):
             SMCSettings(**bad).checked_schedule()
-    with pytest.raises(ValueError, match="unknown method"):
+    with pytest.raises(ValueError, match="unknown method 'smc2'; did you mean 'smc'"):
         pme.sample_evidence(toy[0], "smc2", n_runs=2, random_seed=1, progressbar=False)
+    with pytest.raises(ValueError, match="unknown method 'xyz'; the methods are 'ct'"):
+        pme.sample_evidence(toy[0], "xyz", random_seed=1, progressbar=False)
 
 
 # ---------------------------------------------------------------- end to end
@@ -305,6 +308,11 @@ def test_smc_results_group(regression, tmp_path):
     assert posterior["w"].shape == (3, 300, 5)
     back = from_netcdf(to_netcdf(idata, tmp_path / "smc.nc"))
     assert pme.log_evidence(back).log_z == est.log_z
+    # xr.open_dataset reads the root group: a hint, and the evidence group read alone
+    with pytest.raises(TypeError, match="xr.open_datatree"):
+        pme.log_evidence(xr.open_dataset(tmp_path / "smc.nc"))
+    group = xr.open_dataset(tmp_path / "smc.nc", group="log_evidence")
+    assert pme.log_evidence(group).log_z == est.log_z
 
 
 def test_adaptive_schedule_per_run_is_still_offered(regression):

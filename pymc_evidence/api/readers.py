@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pymc as pm
+import xarray as xr
 
 from ..base import model_space
 from ..compat import group_names
@@ -15,6 +16,7 @@ from ..results import GROUP
 from ..results import log_evidence as _read_log_evidence
 from ..results.assemble import assemble_results
 from ..results.ct import ct_results, raw_ct_arrays
+from ..results.schema import LOG_Z
 from ..results.st import is_st_trace, st_results
 from ..transforms.tempering import ct_spec
 
@@ -227,6 +229,15 @@ def log_evidence(idata):
     >>> log_evidence(EvidenceEstimate(log_z=-1.0, se=0.1, method="ct")).log_z
     -1.0
     """
+    if isinstance(idata, xr.Dataset):
+        if LOG_Z not in idata:
+            raise TypeError(
+                "an xarray.Dataset without the evidence (xr.open_dataset reads a saved "
+                "result's root group only): read the whole result with "
+                "xr.open_datatree(path) or az.from_netcdf(path), or its evidence group with "
+                f"xr.open_dataset(path, group={GROUP!r})"
+            )
+        return _read_log_evidence(idata)
     if not hasattr(idata, "log_z") and GROUP not in _groups(idata):
         if is_st_trace(idata):
             return st_results(idata)[1]

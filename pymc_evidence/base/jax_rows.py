@@ -158,15 +158,18 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
 #: shapes, for all rows of a call to be batched at once; a heavier function runs in batches
 #: of :data:`JAX_MIN_ROWS` rows.
 HEAVY_ROW = 2**14
+#: Elements of intermediates a batch of rows may hold at once (2**24 float64s: 128 MiB).
+ROW_BUDGET = 2**24
 
 
 def row_chunk(outputs) -> int | None:
-    """Rows per batch of a call: :data:`JAX_MIN_ROWS` for a function heavier than
-    :data:`HEAVY_ROW` elements a row, else None (every row at once).
+    """Rows per batch of a call: None (every row at once) for a function of at most
+    :data:`HEAVY_ROW` elements of intermediates a row, else as many rows as fit in
+    :data:`ROW_BUDGET` elements, between 1 and :data:`JAX_MIN_ROWS`.
 
     A call's arrays then stay in the CPU's caches (the group quadrature of
     :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
-    ``docs/performance.rst``), and a density over a million rows holds 32 rows' arrays
+    ``docs/performance.rst``), and a density over a million rows holds one row's arrays
     instead of 1024's. Models without data-sized intermediates keep one batch."""
     from pytensor.graph.traversal import ancestors
 
@@ -176,7 +179,9 @@ def row_chunk(outputs) -> int | None:
         shape = getattr(var.type, "shape", None)
         if var.owner is not None and shape and None not in shape:
             work += int(np.prod(shape, dtype=np.int64))
-    return JAX_MIN_ROWS if work > HEAVY_ROW else None
+    if work <= HEAVY_ROW:
+        return None
+    return int(np.clip(ROW_BUDGET // work, 1, JAX_MIN_ROWS))
 
 
 def _mapped(jax, fn, in_axes, chunk):

@@ -7,6 +7,7 @@ one new module and one line in :data:`REGISTRY`.
 
 from __future__ import annotations
 
+import difflib
 from types import MappingProxyType
 
 from . import bridge, ct, lis, noneq, smc, st
@@ -38,8 +39,25 @@ METHODS = MappingProxyType({name: spec.description for name, spec in REGISTRY.it
 
 
 def get_method(name) -> MethodSpec:
-    """The spec of method ``name``; a ``ValueError`` lists the methods for an unknown one."""
-    if not isinstance(name, str) or name not in REGISTRY:
-        options = ", ".join(f"{k!r} ({v})" for k, v in METHODS.items())
-        raise ValueError(f"unknown method {name!r}; choose one of: {options}")
-    return REGISTRY[name]
+    """The spec of method ``name``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name: the message names the closest method when one is close
+        (``'smcc'``: did you mean ``'smc'``?) and lists the others by name only (their
+        descriptions are in :data:`METHODS`).
+
+    Examples
+    --------
+    >>> get_method("smc").name
+    'smc'
+    """
+    if isinstance(name, str) and name in REGISTRY:
+        return REGISTRY[name]
+    close = difflib.get_close_matches(name.lower(), REGISTRY, n=1) if isinstance(name, str) else []
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(
+        f"unknown method {name!r}; {hint}the methods are {', '.join(map(repr, REGISTRY))} "
+        "(the default is 'smc'; pymc_evidence.METHODS describes each)"
+    )

@@ -54,8 +54,10 @@ def refuse_many_modes(problem, options) -> None:
             f"the base holds {n_modes} components (separated modes that its mode search "
             f"found), more than the {MAX_TEMPERING_MODES} on which tempering chains "
             "cross between modes often enough for a usable se (they cross only through "
-            "the base end); use method='smc' (the default), 'ais' or 'bar', which anneal "
-            "every particle from the base and keep its modes in proportion"
+            "the base end); use method='smc' (the default) or 'ais', which anneal "
+            "every particle from the base and keep its modes in proportion ('bar', "
+            f"'rais' and 'lis' too, with chains={n_modes} or more: their reverse runs start "
+            "from NUTS chains, one mode each)"
         )
 
 
