@@ -25,6 +25,10 @@ PY         := $(VENV)/bin/python
 PY_OTHER   := $(VENV_OTHER)/bin/python
 # Extra arguments, e.g. make test PYTEST_ARGS="-k ct -x", make demo DEMO_ARGS="--draws 300"
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): 2 by default, as many as CI's cores (each holds ~2.5 GiB);
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+XDIST       = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS))
 DEMO_ARGS   ?=
 BENCH_ARGS  ?=
 LINT_PATHS  ?= pymc_evidence tests
@@ -46,7 +50,7 @@ help:
 	@echo "make docs        build the Sphinx site, notebooks included, in docs/_build/html (warnings are errors)"
 	@echo "make info        which Python / PyMC each venv uses"
 	@echo "make clean       remove caches and build files; make distclean also removes venvs"
-	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, DEMO_ARGS=, BENCH_ARGS=, EXTRAS=, DEMO_EXTRAS="
+	@echo "Variables: PYTHON=, PYTHON_OTHER=, PYTEST_ARGS=, PYTEST_WORKERS=, DEMO_ARGS=, BENCH_ARGS=, EXTRAS=, DEMO_EXTRAS="
 
 # The venv targets always run the script; it does nothing when the stamp matches.
 venv $(VENV):
@@ -72,18 +76,18 @@ test: $(VENV)
 	@rc=0; \
 	echo "== ruff check $(LINT_PATHS)"; $(VENV)/bin/ruff check $(LINT_PATHS) || rc=1; \
 	echo "== pytest ($$($(PY) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
-	$(PY) -m pytest $(PYTEST_ARGS) || rc=1; \
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || rc=1; \
 	exit $$rc
 
 test-slow: $(VENV)
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow $(XDIST) $(PYTEST_ARGS)
 
 test-other:
 	@$(ENSURE_OTHER); rc=$$?; \
 	if [ $$rc -eq 10 ]; then echo "test-other: skipped (no Python for the other PyMC major)"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	echo "== pytest ($$($(PY_OTHER) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
-	$(PY_OTHER) -m pytest -m "not slow and not notebooks" $(PYTEST_ARGS)
+	$(PY_OTHER) -m pytest -m "not slow and not notebooks" $(XDIST) $(PYTEST_ARGS)
 
 check: test test-other
 
