@@ -116,6 +116,33 @@ def test_batched_logp_matches_default_backend(name):
     np.testing.assert_allclose(chunked[1], grad_jax, rtol=1e-7)
 
 
+def test_heavy_rows_compile_one_shape_and_fit_the_budget():
+    """A density over a large data vector (here 40 000 rows, ~10 intermediates of that size
+    a row): calls of any size run as calls of ``JAX_MIN_ROWS`` rows, in batches that fit
+    ``ROW_BUDGET``, and agree with the default backend."""
+    from pymc_evidence.base.jax_rows import JAX_MIN_ROWS, ROW_BUDGET, row_chunk
+
+    data = np.random.default_rng(2).normal(size=40_000)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0.0, 1.0, shape=2)
+        pm.Poisson("y", pt.exp(beta[0] + beta[1] * data), observed=(data > 0).astype(int))
+    space = model_space(model)
+    on_jax, default = batched_logp(space, backend="jax"), batched_logp(space, backend="default")
+    rows_fn = on_jax._fn
+    assert rows_fn.call_rows == JAX_MIN_ROWS
+    from pymc_evidence.base.batched_logp import _point_graph
+
+    chunk = row_chunk(_point_graph(space)[1])
+    assert 1 <= chunk < JAX_MIN_ROWS and chunk * data.size < ROW_BUDGET
+    xs = np.random.default_rng(3).normal(0.0, 0.1, size=(70, 2))
+    expected = default(xs)
+    for n in (3, 40, 70):
+        logp, grad = on_jax(xs[:n])
+        np.testing.assert_allclose(logp, expected[0][:n], rtol=1e-9)
+        np.testing.assert_allclose(grad, expected[1][:n], rtol=1e-7)
+    assert rows_fn.fn._cache_size() == 1  # one compiled shape for 3, 40 and 70 rows
+
+
 def test_use_backend_sets_the_cached_function_and_keeps_runs_in_process():
     space = model_space(beta_bernoulli(n=10, heads=3).model)
     with use_backend("jax"):

@@ -147,8 +147,10 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
     single = not isinstance(outputs, list | tuple)
     fn, shared = _jaxified(flat, [outputs] if single else list(outputs), what)
     in_axes = (0,) + (None,) * len(shared)
-    batched = _mapped(jax, fn, in_axes, row_chunk(outputs))
-    rows = JaxRows(batched, shared, what, int(ndim), single)
+    chunk = row_chunk(outputs)
+    rows = JaxRows(_mapped(jax, fn, in_axes, chunk), shared, what, int(ndim), single)
+    if chunk is not None:  # heavy rows: one compiled shape, the rest a loop of calls
+        rows.call_rows = JAX_MIN_ROWS
     if check:
         rows.trace()
     return rows
@@ -204,7 +206,9 @@ class JaxRows:
 
     A matrix's rows are padded (by repeating the last row) to a power of two of at least
     :data:`JAX_MIN_ROWS`, and the outputs cut back; on a CPU, more than
-    :data:`JAX_MAX_ROWS` rows go in chunks of that many. ``jax.jit`` compiles once per
+    :data:`JAX_MAX_ROWS` rows go in chunks of that many (functions with heavy rows: always
+    chunks of :attr:`call_rows`, one compiled shape: the 300-group Poisson hierarchy's
+    density had compiled four, several seconds each). ``jax.jit`` compiles once per
     input shape, so particle counts that change (ARM, the last chunk of a long evaluation)
     reuse a few compiled shapes instead of compiling for each.
 
@@ -226,6 +230,9 @@ class JaxRows:
         self.shared, self.what, self.ndim = list(shared), what, ndim
         self.single = single  # one output graph: return its array, not a list of one
         self.max_rows = sys.maxsize if jax_accelerator() else JAX_MAX_ROWS
+        #: Rows of every direct call (None: a power of two up to :attr:`max_rows`); set for
+        #: heavy rows (:func:`row_chunk`), whose compilation costs seconds a shape.
+        self.call_rows: int | None = None
         self._values: list = [None] * len(self.shared)  # (host array, device array)
 
     def shared_values(self) -> list:
@@ -253,7 +260,7 @@ class JaxRows:
 
     def __call__(self, xs):
         xs = np.asarray(xs, dtype=np.float64)
-        step = self.max_rows
+        step = self.call_rows or self.max_rows
         # every chunk dispatched before any is read back: XLA runs one while the next goes in
         calls = [self._dispatch(xs[i : i + step]) for i in range(0, max(len(xs), 1), step)]
         parts = [[_cut(o, n) for o in out] for out, n in calls]
@@ -267,7 +274,8 @@ class JaxRows:
         """The device outputs at the rows of ``xs`` (at most :attr:`max_rows`), from one
         padded call, and the number of rows to keep."""
         n = len(xs)
-        out = self.fn(pad_rows(xs, padded_size(n)), *self.shared_values())
+        size = self.call_rows or padded_size(n)
+        out = self.fn(pad_rows(xs, size), *self.shared_values())
         return (out if isinstance(out, list | tuple) else [out]), n
 
 
