@@ -120,13 +120,15 @@ class BatchedDensity:
         """The fused jax trajectory of :mod:`~pymc_evidence.engines.leapfrog` for ``n``
         particles (or a subset of ``n``), or None where there is none (fewer than
         :data:`~pymc_evidence.engines.leapfrog.FUSED_MIN_ROWS` particles, more than one JAX
-        call takes, a density not on JAX or a base with no jax form). Built once per density.
+        call takes, a density not on JAX or with heavy rows, or a base with no jax form). Built once per density.
         """
         rows = self._fn.jax_rows if isinstance(self._fn, BatchedLogp) else None
         if rows is None:
             return None
         if not hasattr(self.base, "jax_logp_grad") or not FUSED_MIN_ROWS <= n <= rows.max_rows:
             return None
+        if rows.call_rows is not None:  # heavy rows: a call's work dwarfs its dispatch, and
+            return None  # the fused trajectory would compile the density again (seconds)
         if self._fused is None:
             with _BUILD_LOCK:  # runs in threads: one builds it
                 if self._fused is None:
