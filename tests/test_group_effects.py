@@ -46,9 +46,13 @@ def test_gaussian_hierarchy_is_integrated_in_closed_form():
 
 
 @pytest.mark.parametrize("centered", [True, False], ids=["centred", "non-centred"])
-@pytest.mark.parametrize("kind", ["poisson", "bernoulli", "binomial"])
-def test_glmm_likelihoods_are_integrated(kind, centered):
-    system = count_hierarchy(J=120, rows=3, kind=kind, centered=centered, seed=1, exact=False)
+@pytest.mark.parametrize(
+    "kind, n_rows",
+    [("poisson", 3), ("bernoulli", 3), ("binomial", 3), ("poisson", 1), ("bernoulli", 1)],
+)
+def test_glmm_likelihoods_are_integrated(kind, n_rows, centered):
+    """One row a group too (PyMC writes ``b[arange(J)]`` as the slice ``b[:J]``)."""
+    system = count_hierarchy(J=120, rows=n_rows, kind=kind, centered=centered, seed=1, exact=False)
     out = integrate_group_effects(system.model)
     assert out.names == ("b" if centered else "z",)
     assert {rv.name for rv in out.model.free_RVs} == {"mu", "tau"}

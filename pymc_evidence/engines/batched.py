@@ -120,7 +120,8 @@ class BatchedDensity:
         """The fused jax trajectory of :mod:`~pymc_evidence.engines.leapfrog` for ``n``
         particles (or a subset of ``n``), or None where there is none (fewer than
         :data:`~pymc_evidence.engines.leapfrog.FUSED_MIN_ROWS` particles, more than one JAX
-        call takes, a density not on JAX or with heavy rows, or a base with no jax form). Built once per density.
+        call takes, a density not on JAX or with heavy rows, or a base with no jax form).
+        Built once per density.
         """
         rows = self._fn.jax_rows if isinstance(self._fn, BatchedLogp) else None
         if rows is None:

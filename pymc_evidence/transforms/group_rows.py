@@ -188,6 +188,24 @@ def _elementwise_node(var, inputs, depends) -> bool:
         return False
     if isinstance(op, Elemwise):
         return all(i.type.ndim == 1 or not depends[i] for i in inputs)
-    if type(op).__name__ in ("Alloc", "CheckParameterValue"):
+    if type(op).__name__ in ("Alloc", "CheckParameterValue", "SpecifyShape"):
         return not any(depends[i] for i in inputs[1:])  # shapes, conditions
+    if type(op).__name__ == "Subtensor":  # PyMC writes b[arange(J)] as b[:J]
+        return _whole_slice(op, inputs)
     return False
+
+
+def _whole_slice(op, inputs) -> bool:
+    """Whether a ``Subtensor`` node takes every element of its vector, in order."""
+    from pytensor.tensor.subtensor import get_idx_list
+
+    n = inputs[0].type.shape[0]
+    if n is None or len(op.idx_list) != 1 or not isinstance(op.idx_list[0], slice):
+        return False
+    try:
+        (index,) = get_idx_list(inputs, op.idx_list)
+        bounds = [None if b is None else int(pt.get_underlying_scalar_constant_value(b))
+                  for b in (index.start, index.stop, index.step)]  # fmt: skip
+    except Exception:  # a bound that is not a constant
+        return False
+    return range(*slice(*bounds).indices(n)) == range(n)
