@@ -158,6 +158,9 @@ def test_cross_check_shares_the_problem_and_combines():
     assert est.method == "smc+bridge" and est.n_chains == 2
     assert pme.compat.get_group(idata, "log_evidence").attrs["methods"] == "smc,bridge"
     assert_log_z(est, case.log_z, abs_tol=0.1)
+    # the printed estimate shows what each method gave, read back from the results
+    smc, bridge = est.per_chain_log_z
+    assert f"smc {smc:.3f} ± " in str(est) and f", bridge {bridge:.3f} ± " in str(est)
 
 
 def test_cross_check_refuses_an_option_no_method_takes():

@@ -45,6 +45,14 @@ class EvidenceEstimate:
     >>> est = EvidenceEstimate(log_z=-3.2, se=0.01, method="ct")
     >>> print(est)
     log Z = -3.200 ± 0.010 (ct)
+
+    A cross-check (:func:`~pymc_evidence.estimators.pooling.cross_check`) prints each
+    method's estimate after the pooled one:
+
+    >>> both = EvidenceEstimate(-3.2, 0.01, "smc+bridge", np.array([-3.21, -3.2]),
+    ...                         np.array([0.02, 0.012]))
+    >>> print(both)
+    log Z = -3.200 ± 0.010 (smc+bridge: smc -3.210 ± 0.020, bridge -3.200 ± 0.012)
     """
 
     log_z: float
@@ -62,7 +70,11 @@ class EvidenceEstimate:
 
     def __str__(self) -> str:
         text = f"log Z = {self.log_z:.3f} ± {_se_text(self.se)} ({self.method}"
-        if self.n_chains:
+        names = self.method.split("+")
+        if len(names) > 1 and len(names) == self.n_chains == np.size(self.per_chain_se):
+            parts = zip(names, self.per_chain_log_z, self.per_chain_se, strict=True)
+            text += ": " + ", ".join(f"{n} {v:.3f} ± {_se_text(e)}" for n, v, e in parts)
+        elif self.n_chains:
             text += f", {self.n_chains} {_unit(self.method)}"
         text += ")"
         for message in self.warnings:
