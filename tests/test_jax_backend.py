@@ -133,7 +133,7 @@ def test_heavy_rows_compile_one_shape_and_fit_the_budget():
     from pymc_evidence.base.batched_logp import _point_graph
 
     chunk = row_chunk(_point_graph(space)[1])
-    assert 1 <= chunk < JAX_MIN_ROWS and chunk * data.size < ROW_BUDGET
+    assert 1 <= chunk <= JAX_MIN_ROWS and chunk * data.size < ROW_BUDGET
     xs = np.random.default_rng(3).normal(0.0, 0.1, size=(70, 2))
     expected = default(xs)
     for n in (3, 40, 70):

@@ -160,8 +160,10 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
 #: shapes, for all rows of a call to be batched at once; a heavier function runs in batches
 #: of :data:`JAX_MIN_ROWS` rows.
 HEAVY_ROW = 2**14
-#: Elements of intermediates a batch of rows may hold at once (2**24 float64s: 128 MiB).
-ROW_BUDGET = 2**24
+#: Elements of intermediates a batch of rows may hold at once, counted over the graph's
+#: nodes before XLA fuses them: a 10**6-row logistic density counts 34 data-sized arrays a
+#: row where XLA held 3.3 (26.7 GB at 1024 rows), so 2**28 is about 200 MiB held.
+ROW_BUDGET = 2**28
 
 
 def row_chunk(outputs) -> int | None:
@@ -171,7 +173,7 @@ def row_chunk(outputs) -> int | None:
 
     A call's arrays then stay in the CPU's caches (the group quadrature of
     :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
-    ``docs/performance.rst``), and a density over a million rows holds one row's arrays
+    ``docs/performance.rst``), and a density over a million rows holds seven rows' arrays
     instead of 1024's. Models without data-sized intermediates keep one batch."""
     from pytensor.graph.traversal import ancestors
 
