@@ -50,18 +50,23 @@ def _draws(summed, space, x: np.ndarray, rng) -> dict:
     """The integrated variables' draws at the rows ``x``: the tables by one call without
     JIT, or, for an integration whose tables are ``batched`` (group effects: data-sized
     tables of every group), by the batched density's backend, ``DRAW_CHUNK`` rows at a
-    time, so that the tables of only so many draws are held at once."""
+    time, so that the tables of only so many draws are held at once; an integration with
+    a ``proposal_size`` takes that many standard normals a draw, drawn here."""
     chunk = getattr(summed, "draw_chunk", None)
     if chunk is None:
         with without_tracebacks():  # see transforms.elimination: they can double per rewrite
             tables = space.rows_function("summed tables", lambda: list(summed.tables))
             rows = tables(x)
         return summed.draw([np.asarray(r) for r in rows], rng)
-    tables = space.batched_rows_function("summed tables", lambda: list(summed.tables))
-    parts = [
-        summed.draw([np.asarray(r) for r in tables(x[i : i + chunk])], rng)
-        for i in range(0, len(x), chunk)
-    ]
+    extra = getattr(summed, "proposal_size", 0)  # standard normals each draw takes
+    graphs = summed.tables_of if extra else (lambda: list(summed.tables))
+    tables = space.batched_rows_function("summed tables", graphs, extra)
+    parts = []
+    for i in range(0, len(x), chunk):
+        rows = x[i : i + chunk]
+        if extra:
+            rows = np.concatenate([rows, rng.standard_normal((len(rows), extra))], axis=1)
+        parts.append(summed.draw([np.asarray(r) for r in tables(rows)], rng))
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 

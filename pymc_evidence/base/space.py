@@ -180,16 +180,25 @@ class ModelSpace:
             fn = self._rows_fns[key] = self.compile_raveled_rows(graph_of())
         return fn
 
-    def batched_rows_function(self, key, graph_of):
+    def batched_rows_function(self, key, graph_of, extra: int = 0):
         """As :meth:`rows_function`, compiled as the batched density is (on JAX where it
         can run: :func:`~pymc_evidence.base._compile.compile_rows`), for graphs evaluated
-        at many rows whose numpy evaluation would cost more than a compilation."""
-        key = ("batched", key)
+        at many rows whose numpy evaluation would cost more than a compilation. With
+        ``extra``, ``graph_of(z)`` takes a vector ``z`` of that length, and each row is a
+        point's raveled values followed by its ``z`` (random draws the graphs use)."""
+        key = ("batched", key, extra)
         fn = self._rows_fns.get(key)
         if fn is None:
-            flat, graph = self.on_flat(list(graph_of()))
+            if extra:
+                z = pt.tensor("z", dtype="float64", shape=(extra,))
+                flat, graph = self.on_flat(list(graph_of(z)))
+                row = pt.tensor("x", dtype="float64", shape=(self.ndim + extra,))
+                swap = {flat: row[: self.ndim], z: row[self.ndim :]}
+                flat, graph = row, graph_replace(graph, swap, strict=False)
+            else:
+                flat, graph = self.on_flat(list(graph_of()))
             what = "the posterior's tables"
-            vectorized, one = compile_rows(flat, graph, what=what, ndim=self.ndim)
+            vectorized, one = compile_rows(flat, graph, what=what, ndim=self.ndim + extra)
             fn = self._rows_fns[key] = _as_rows(one, vectorized)
         return fn
 

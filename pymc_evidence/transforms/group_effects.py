@@ -48,24 +48,18 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import NormalRV
 from scipy import special, stats
 
-from .discrete_values import to_new_values
 from .gaussian_latent import dependents
+from .group_pair_effects import find_pair, integrate_pair
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms, log_marginal, mode_and_scale
 from .group_rows import length, row_terms
+from .group_rule import MAX_STEPS, NODE_TOLERANCE, rule_points, select_rule, without_effects
 
 __all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate_group_effects"]
 
 #: Fewest groups integrated out.
 MIN_GROUPS = 100
-#: Largest difference (nats, the whole likelihood) between a node count's integral and the
-#: next count's at which the smaller count is taken.
-NODE_TOLERANCE = 5e-3
 #: Node counts tried, each against the next.
 NODE_COUNTS = (1, 3, 7, 15, 31)
-#: How far the rule's test points lie from the initial point (unconstrained units).
-SPREAD = 0.5
-#: Most Newton steps.
-MAX_STEPS = 30
 #: Points of the grid of the non-Gaussian draws.
 GRID = 32
 
@@ -167,10 +161,13 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     >>> bool(np.isclose(total({"mu": 0.0}), exact))
     True
     """
-    found = _candidate(model)
-    if found is None:
+    found = _candidates(model)
+    pair = find_pair(model, found)
+    if pair is not None:
+        return integrate_pair(model, *pair)
+    if not found:
         return None
-    effect, terms = found
+    effect, terms = max(found, key=lambda item: (item[1].n_groups, item[0].name))[:2]
     rule = choose_rule(model, terms)
     integral = log_marginal(terms, rule)
     n = len(terms.group)
@@ -182,16 +179,13 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
         effects = mode[None, :] + _grid()[:, None] * scale[None, :]
         prior = -0.5 * ((offset[None, :] + _grid()[:, None] * scale[None, :]) / terms.sd) ** 2
         moments.append(terms.segment_sum(terms.at(terms.gather(effects))) + prior)
+    new, renamed = without_effects(model, [effect], pt.sum(integral) - at_zero, moments)
     shape = (int(terms.n_groups),)
-    new = pm.do(model, {effect.name: np.zeros(shape)}, make_interventions_shared=False)
-    renamed = to_new_values(model, new, [pt.sum(integral) - at_zero, *moments])
-    with new:
-        pm.Potential("integrated_group_effects", renamed[0])
-    return GroupEffectsOut(new, (effect.name,), (shape,), tuple(renamed[1:]), rule)
+    return GroupEffectsOut(new, (effect.name,), (shape,), tuple(renamed), rule)
 
 
-def _candidate(model: pm.Model):
-    """``(effect, RowTerms)`` of the largest free ``Normal`` vector that qualifies."""
+def _candidates(model: pm.Model) -> list:
+    """``(effect, RowTerms, observed)`` of every free ``Normal`` vector that qualifies."""
     found = []
     for rv in model.free_RVs:
         if not isinstance(rv.owner.op, NormalRV) or model.rvs_to_transforms.get(rv):
@@ -203,11 +197,8 @@ def _candidate(model: pm.Model):
             continue
         rows = row_terms(model, rv, terms[0])
         if rows is not None:
-            found.append((rows.n_groups, rv.name, rv, rows))
-    if not found:
-        return None
-    _, _, rv, rows = max(found, key=lambda item: item[:2])
-    return rv, rows
+            found.append((rv, rows, terms[0]))
+    return found
 
 
 def choose_rule(model: pm.Model, terms: RowTerms) -> GroupRule:
@@ -225,18 +216,12 @@ def choose_rule(model: pm.Model, terms: RowTerms) -> GroupRule:
     inputs = [v for v in model.value_vars if v in ancestors(graphs)]
     fn = compile_fn([terms.u, *inputs], graphs, jit=False)
     steps, values = [], []
-    for point in _test_points(model, inputs):
+    for point in rule_points(model, inputs):
         size, total = _check_rule(terms, lambda u, p=point: fn(u, *p))
         if np.all(np.isfinite(total)):
             steps.append(size)
             values.append(total)
-    if not values:
-        return GroupRule(MAX_STEPS, NODE_COUNTS[-1])
-    converged = np.flatnonzero(np.max(steps, axis=0) < 1e-6)
-    n_steps = max(int(converged[0]), 1) if converged.size else MAX_STEPS
-    agree = np.max(np.abs(np.diff(values, axis=1)), axis=0) <= NODE_TOLERANCE
-    nodes = NODE_COUNTS[int(np.argmax(agree))] if agree.any() else NODE_COUNTS[-1]
-    return GroupRule(1 if terms.gaussian else min(n_steps + 2, MAX_STEPS), nodes)
+    return select_rule(steps, values, terms.gaussian, NODE_COUNTS)
 
 
 def _check_rule(terms: RowTerms, rows):
@@ -267,22 +252,3 @@ def _check_rule(terms: RowTerms, rows):
         log_h += stats.norm.logpdf(effects, mean, sd) + (np.log(w) + x**2)[:, None]
         totals.append(np.sum(np.log(np.sqrt(2.0) * scale) + special.logsumexp(log_h, axis=0)))
     return np.asarray(sizes), np.asarray(totals)
-
-
-def _test_points(model: pm.Model, inputs) -> list:
-    """The model's initial point and four points around it (every value moved by
-    :data:`SPREAD`, together and in alternating signs), as argument lists of ``inputs``."""
-    start = model.initial_point()
-    points = []
-    for shift in (0.0, SPREAD, -SPREAD, "alt+", "alt-"):
-        args = []
-        for i, var in enumerate(inputs):
-            value = np.asarray(start[var.name], dtype=float)
-            if isinstance(shift, str):
-                sign = 1.0 if (i % 2 == 0) == (shift == "alt+") else -1.0
-                value = value + SPREAD * sign
-            else:
-                value = value + shift
-            args.append(value.astype(var.dtype))
-        points.append(args)
-    return points

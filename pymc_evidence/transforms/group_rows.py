@@ -22,39 +22,63 @@ from pytensor.tensor.elemwise import Elemwise
 from .gaussian_latent import free_of, static_size
 from .group_quadrature import RowTerms
 
-__all__ = ["length", "row_terms"]
+__all__ = ["effect_rows", "length", "row_terms"]
 
 
 def row_terms(model: pm.Model, effect, y) -> RowTerms | None:
     """The rows' log density of ``y`` as a function of each row's effect, or None when it
     does not depend on ``effect`` through one constant index and then elementwise."""
-    value = model.rvs_to_values[effect]
-    logp = model.logp(vars=[y], sum=False)[0]
-    n, n_groups = length(y), length(effect)
-    if logp.type.ndim != 1 or not n:
-        return None
-    u = pt.vector("u_row_effect", dtype="float64", shape=(n,))
-    logp = _index_lifted(logp, value)
-    found = _uses(logp, value, n, n_groups)
+    found = effect_rows(model, [effect], y)
     if found is None:
         return None
-    group, replace = found
-    logp = graph_replace(logp, {k: u for k in replace}, strict=False)
-    if value in ancestors([logp]):
+    logp, (u,), group, ((mean, sd),) = found
+    d2 = pt.grad(pt.sum(pt.grad(pt.sum(logp), u)), u)
+    return RowTerms(logp, u, group, length(effect), mean, sd, gaussian=free_of(d2, [u]))
+
+
+def effect_rows(model: pm.Model, effects, y):
+    """``(logp, us, group, priors)``: the rows' log density of ``y`` with each of
+    ``effects`` (Normal vectors of one length) replaced by a dummy ``(n,)`` input of each
+    row's value (``us``), the one group index they share and each effect's prior mean and
+    sd over the groups; None when an effect does not reach the rows through that index
+    and then elementwise."""
+    logp = model.logp(vars=[y], sum=False)[0]
+    n, n_groups = length(y), length(effects[0])
+    if logp.type.ndim != 1 or not n:
         return None
-    logp = _without_effect_checks(logp, u)
-    if not _elementwise(logp, u):
+    us, group, priors = [], None, []
+    for k, effect in enumerate(effects):
+        value = model.rvs_to_values[effect]
+        u = pt.vector(f"u_row_effect_{k}", dtype="float64", shape=(n,))
+        logp = _index_lifted(logp, value)
+        found = _uses(logp, value, n, n_groups)
+        if found is None or (group is not None and not np.array_equal(found[0], group)):
+            return None
+        group, replace = found
+        logp = graph_replace(logp, {r: u for r in replace}, strict=False)
+        if value in ancestors([logp]):
+            return None
+        us.append(u)
+        priors.append(_prior(model, effect, n_groups))
+    for u in us:
+        logp = _without_effect_checks(logp, u)
+    if not all(_elementwise(logp, u) for u in us):
         return None
+    return logp, tuple(us), group, tuple(priors)
+
+
+def _prior(model: pm.Model, effect, n_groups: int):
+    """The prior mean and sd of every group's effect, in the model's value variables."""
     mean, sd = effect.owner.op.dist_params(effect.owner)
     shape = (n_groups,)
-    mean, sd = model.replace_rvs_by_values(
-        [
-            pt.broadcast_to(mean, shape).astype("float64"),
-            pt.broadcast_to(sd, shape).astype("float64"),
-        ]
+    return tuple(
+        model.replace_rvs_by_values(
+            [
+                pt.broadcast_to(mean, shape).astype("float64"),
+                pt.broadcast_to(sd, shape).astype("float64"),
+            ]
+        )
     )
-    d2 = pt.grad(pt.sum(pt.grad(pt.sum(logp), u)), u)
-    return RowTerms(logp, u, group, n_groups, mean, sd, gaussian=free_of(d2, [u]))
 
 
 def length(var) -> int:
