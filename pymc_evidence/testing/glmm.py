@@ -20,7 +20,7 @@ from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
 
-__all__ = ["INNER_POINTS", "count_hierarchy", "group_log_integrals", "glmm_log_z"]
+__all__ = ["INNER_POINTS", "count_hierarchy", "glmm_log_z", "group_log_integrals", "hessian"]
 
 #: Grid points of each group's integral.
 INNER_POINTS = 401
@@ -76,7 +76,7 @@ def glmm_log_z(kind, y, group, trials=1, points: int = 80) -> float:
 
     mode = optimize.minimize(lambda p: -log_f(*p), [0.0, np.log(0.5)], method="Nelder-Mead",
                              options={"xatol": 1e-8, "fatol": 1e-10}).x  # fmt: skip
-    hess = _hessian(lambda p: log_f(*p), mode)
+    hess = hessian(lambda p: log_f(*p), mode)
     sd = np.sqrt(np.diag(np.linalg.inv(-hess)))
     first = _box_integral(log_f, mode, sd, 12.0, points)
     check = _box_integral(log_f, mode, sd, 18.0, int(points * 1.5))
@@ -85,7 +85,7 @@ def glmm_log_z(kind, y, group, trials=1, points: int = 80) -> float:
     return check + _constant(kind, y, trials)
 
 
-def _hessian(f, x, h=1e-4):
+def hessian(f, x, h=1e-4):
     """Central-difference Hessian of ``f`` at ``x``."""
     n = len(x)
     out = np.empty((n, n))

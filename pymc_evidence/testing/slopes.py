@@ -22,7 +22,7 @@ import pymc as pm
 from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
-from pymc_evidence.testing.glmm import _hessian
+from pymc_evidence.testing.glmm import hessian
 
 __all__ = ["slope_hierarchy", "slope_log_z"]
 
@@ -57,7 +57,7 @@ def slope_log_z(y, x, points: int = 40) -> float:
 
     mode = optimize.minimize(lambda p: -log_f(p), [np.log(0.5)] * 2, method="Nelder-Mead",
                              options={"xatol": 1e-8, "fatol": 1e-10}).x  # fmt: skip
-    hess = _hessian(log_f, mode)
+    hess = hessian(log_f, mode)
     sd = np.sqrt(np.diag(np.linalg.inv(-hess)))
     first = _box(log_f, mode, sd, 10.0, points)
     check = _box(log_f, mode, sd, 14.0, int(points * 1.5))

@@ -1,0 +1,57 @@
+"""A random intercept and slope of one grouping integrated together (transforms.group_pairs):
+the integrated density against closed forms and brute-force quadrature."""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from scipy import special, stats
+
+from pymc_evidence.testing.slopes import slope_hierarchy
+from pymc_evidence.transforms import group_pairs as gp
+from pymc_evidence.transforms.group_effects import _candidates, integrate_group_effects
+from pymc_evidence.transforms.group_pair_effects import find_pair
+
+
+def test_gaussian_pair_is_exact():
+    system = slope_hierarchy(J=100, rows=4, seed=3, exact=False)
+    out = integrate_group_effects(system.model)
+    assert out.names == ("za", "zb") and out.rule.nodes == 1
+    y, x, g = system.data["y"], system.data["x"], system.data["group"]
+    total = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials)
+    point = {"mu": 0.2, "beta": -0.1, "sa_log__": np.log(0.6), "sb_log__": np.log(0.4)}
+    exact = 0.0
+    for j in range(100):
+        xs = x[g == j]
+        cov = np.eye(4) + 0.36 + 0.16 * np.outer(xs, xs)
+        exact += stats.multivariate_normal(0.2 - 0.1 * xs, cov).logpdf(y[g == j])
+    assert np.isclose(total(point), exact, rtol=0, atol=1e-8)
+    assert np.all(np.isfinite(out.model.compile_dlogp()(point)))
+
+
+def test_poisson_pair_converges_to_brute_force():
+    rng = np.random.default_rng(0)
+    J, r, sa, sb = 100, 4, 0.5, 0.3
+    g, x = np.repeat(np.arange(J), r), rng.normal(size=J * r)
+    y = rng.poisson(np.exp(0.3 + 0.5 * rng.normal(size=J)[g] + 0.2 * x))
+    with pm.Model() as model:
+        mu, beta = pm.Normal("mu", 0, 1), pm.Normal("beta", 0, 1)
+        za, zb = pm.Normal("za", 0, 1, shape=J), pm.Normal("zb", 0, 1, shape=J)
+        pm.Poisson("y", pt.exp(mu + sa * za[g] + (beta + sb * zb[g]) * x), observed=y)
+    _, _, terms = find_pair(model, _candidates(model))
+    assert not terms.gaussian
+    values = [model.rvs_to_values[v] for v in model.free_RVs]
+    outs = [gp.pair_log_marginal(terms, gp.GroupRule(30, k)) for k in (1, 7)]
+    laplace, seven = pytensor.function(values, outs, on_unused_input="ignore")(
+        0.3, 0.2, np.zeros(J), np.zeros(J)
+    )
+    t = np.linspace(-7, 7, 401)
+    a, b = np.meshgrid(t, t, indexing="ij")
+    brute = np.empty(J)
+    for j in range(J):
+        eta = 0.3 + sa * a[..., None] + (0.2 + sb * b[..., None]) * x[g == j]
+        ll = np.sum(y[g == j] * eta - np.exp(eta) - special.gammaln(y[g == j] + 1), axis=-1)
+        prior = stats.norm.logpdf(a) + stats.norm.logpdf(b)
+        brute[j] = special.logsumexp(ll + prior) + 2 * np.log(t[1] - t[0])
+    assert np.max(np.abs(seven - brute)) < 1e-4
+    assert np.max(np.abs(laplace - brute)) > 10 * np.max(np.abs(seven - brute))
