@@ -32,6 +32,7 @@ from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
 from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
+from .transforms.group_pair_effects import GroupPairOut
 from .transforms.marginal import SummedOut
 from .transforms.prepared import reparametrized, summed_out
 from .transforms.reparam import centred_scales, reparam_info
@@ -55,7 +56,9 @@ FULLRANK_MAX_DIM = 30
 FULLRANK_TRY_MAX_DIM = 100
 _log = logging.getLogger("pymc_evidence")
 #: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums).
-_INTEGRATED = (GaussianOut, GroupEffectsOut)
+#: Integrations of group effects (one or two a group).
+_GROUPS = (GroupEffectsOut, GroupPairOut)
+_INTEGRATED = (GaussianOut, *_GROUPS)
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
 
@@ -132,7 +135,7 @@ class EvidenceProblem:
     method_slot: int = 0
     #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`)
     #: or a Gaussian latent integrated (:mod:`~pymc_evidence.transforms.gaussian_latent`).
-    summed: SummedOut | GaussianOut | GroupEffectsOut | None = None
+    summed: SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | None = None
 
     @classmethod
     def build(
@@ -267,7 +270,7 @@ class EvidenceProblem:
             potentials=self.potentials,
             **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
         )
-        if isinstance(self.summed, GroupEffectsOut):  # see base.widen.defend
+        if isinstance(self.summed, _GROUPS):  # see base.widen.defend
             base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"))
         return base
 
@@ -293,7 +296,7 @@ class EvidenceProblem:
             )
             return "prior", {}
         if small:
-            local = isinstance(self.summed, GroupEffectsOut)  # one bump: see laplace_first
+            local = isinstance(self.summed, _GROUPS)  # one bump: see laplace_first
             return "fullrank_advi", {"laplace_first": "local" if local else True}
         also = self.space.ndim <= FULLRANK_TRY_MAX_DIM
         return "advi", {"laplace": True, "laplace_first": True, "also_fullrank": also}

@@ -20,7 +20,9 @@ index ``g`` (or through ``b`` itself, one row per group) and, from there, elemen
 likelihood may be any (Normal, Poisson, Bernoulli, binomial, negative binomial, Student-t,
 ...), with any link, offsets and other parameters. Centred (``N(μ, τ)``) and non-centred
 (``N(0, 1)`` scaled in the likelihood) effects alike; of several groupings
-(``(1|county) + (1|year)``) the largest is integrated, the others stay in the model. Below
+(``(1|county) + (1|year)``) the largest is integrated, the others stay in the model. Two
+effects of one grouping that enter the same rows (a random intercept and slope,
+``(1 + x | g)``) are integrated together (:mod:`.group_pair_effects`). Below
 :data:`MIN_GROUPS` the model keeps its form: the joint space is small there and the
 default is right on it (a 2-d marginal such as eight schools' has a ``log τ`` tail that the
 fitted bases reach less well than the joint non-centred space).

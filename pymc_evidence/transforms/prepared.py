@@ -19,6 +19,7 @@ import pymc as pm
 
 from .gaussian_latent import GaussianOut, integrate_gaussian_latent
 from .group_effects import GroupEffectsOut, integrate_group_effects
+from .group_pair_effects import GroupPairOut
 from .marginal import SummedOut, sum_out_discrete
 from .reparam import reparametrize
 
@@ -63,7 +64,7 @@ _INTEGRATIONS = (
 
 def summed_out(
     source: pm.Model, integrate: bool
-) -> SummedOut | GaussianOut | GroupEffectsOut | None:
+) -> SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | None:
     """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source`` or, without
     discrete variables and with ``integrate``, :func:`~pymc_evidence.transforms.
     gaussian_latent.integrate_gaussian_latent` or else :func:`~pymc_evidence.transforms.
