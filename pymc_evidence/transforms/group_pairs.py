@@ -122,11 +122,15 @@ def _negative_part(a, b, c, xp):
     eigenprojections ``P_hi = (D - lo I) / (hi - lo)``, ``P_lo = (hi I - D) / (hi - lo)``.
     Continuous in the eigenvalues, so that a rank-one row Hessian (eigenvalue 0, rounded
     either way) is kept whatever the rounding: branches on the sign of ``hi`` were taken
-    differently by XLA in the three entries of one row."""
+    differently by XLA in the three entries of one row. ``max(λ, 0)`` is written
+    ``(λ + |λ|) / 2``: PyTensor's gradient of ``maximum`` on JAX was wrong at the rank-one
+    Hessians' ``hi ≈ 0`` (the 150-group Gaussian pair's ``∂/∂ log σ_a`` off by 0.3-2.8 of
+    about 30 against finite differences; right on PyTensor's C backend), which made the
+    annealing's moves at ``β = 1`` accept 7-22 % of their proposals."""
     half = (a - c) / 2
     radius = xp.sqrt(xp.maximum(half**2 + b**2, 1e-300))  # no 0 under the root: its gradient
     hi, lo = (a + c) / 2 + radius, (a + c) / 2 - radius
-    up_hi, up_lo = xp.maximum(hi, 0.0), xp.maximum(lo, 0.0)
+    up_hi, up_lo = (hi + abs(hi)) / 2, (lo + abs(lo)) / 2  # max(λ, 0); see below
     spread = 2.0 * radius  # hi - lo
     apart = spread > 1e-12 * (abs(a) + abs(c))  # else D = t I: its negative part min(t, 0) I
     return (
