@@ -24,6 +24,7 @@ from ..engines.counts import Counts
 from ..engines.settings import KernelSettings
 from ..estimators.noneq import works_log_evidence
 from ..progress import progress_bar
+from ..results.diagnostics import PARETO_K_MAX, pareto_khat
 from ._nuts import refuse_modes_beyond_chains
 from ._particles import (
     particle_result,
@@ -37,6 +38,8 @@ from ._spec import MethodResult, MethodSpec
 __all__ = [
     "AIS_SPEC",
     "BAR_SPEC",
+    "HEAVY_PARTICLE_FACTOR",
+    "MAX_PARTICLE_FACTOR",
     "MAX_STAGE_FACTOR",
     "RAIS_SPEC",
     "SCHEDULES",
@@ -56,6 +59,8 @@ WORK_SD_MAX = 1.5
 MAX_STAGE_FACTOR = 16.0
 #: Most particles a rerun of ``ais`` multiplies the particles by (:func:`more_particles`).
 MAX_PARTICLE_FACTOR = 16.0
+#: ... and at least this many times where the works' weights are heavy-tailed.
+HEAVY_PARTICLE_FACTOR = 4.0
 
 
 def _schedule(problem, density, options, rng):
@@ -137,7 +142,9 @@ def more_stages(spread: float, n_stages: int, max_stages: int) -> int | None:
     return min(int(np.ceil(n_stages * factor)), int(max_stages))
 
 
-def more_particles(spread: float, n_particles: int, max_particles: int) -> int | None:
+def more_particles(
+    spread: float, n_particles: int, max_particles: int, khat: float = float("nan")
+) -> int | None:
     """The particles for a last ``ais`` run where the works still spread too widely after
     the stages were raised (:func:`more_stages`), or None.
 
@@ -147,16 +154,23 @@ def more_particles(spread: float, n_particles: int, max_particles: int) -> int |
     particles (at least twice, at most :data:`MAX_PARTICLE_FACTOR` times and
     ``max_particles``) bring the runs to what ``WORK_SD_MAX`` asks of ``n``. Measured on the
     two Gaussian shells (seed 1, 7 modes in the base): forward works' sd 2.2 nats after 496
-    stages, ``ais`` -0.174 +- 0.126 from 256 particles.
+    stages, ``ais`` -0.174 +- 0.126 from 256 particles. Works within ``WORK_SD_MAX`` whose
+    weights are still heavy-tailed (Pareto ``khat`` above
+    :data:`~pymc_evidence.results.diagnostics.PARETO_K_MAX`: a few runs carry the mean) get
+    :data:`HEAVY_PARTICLE_FACTOR` times the particles.
 
     Examples
     --------
     >>> [more_particles(spread, 256, 1024) for spread in (2.2, 1.6, 1.0)]
     [1024, 512, None]
+    >>> more_particles(1.0, 256, 4096, khat=1.3)
+    1024
     """
-    if not spread > WORK_SD_MAX or n_particles >= max_particles:  # nan: left to the checks
-        return None
-    factor = min(max(np.exp(spread**2 - WORK_SD_MAX**2), 2.0), MAX_PARTICLE_FACTOR)
+    heavy = khat > PARETO_K_MAX  # nan: not heavy
+    if not (spread > WORK_SD_MAX or heavy) or n_particles >= max_particles:
+        return None  # a nan spread is left to the checks
+    least = HEAVY_PARTICLE_FACTOR if heavy else 2.0
+    factor = min(max(np.exp(spread**2 - WORK_SD_MAX**2), least), MAX_PARTICLE_FACTOR)
     return min(int(np.ceil(n_particles * factor)), int(max_particles))
 
 
@@ -208,8 +222,9 @@ def _anneal(problem, density, options, rng, method, start_of):
         forward, reverse, counts = once(options)  # the checks count the runs kept
     if method == "ais":  # still wide after more stages: more particles, once
         wider = more_particles(
-            float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"])
-        )
+            float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"]),
+            khat=pareto_khat(-np.asarray(forward[2], float)),
+        )  # fmt: skip
         if raised is not None and wider is not None:
             options = {**options, "n_particles": wider}
             forward, reverse, counts = once(options)
