@@ -2,12 +2,13 @@
 """The default method over ten seeds on models with known log Z: ±2 se coverage and errors.
 
 Models are the names of ``first_call_models.MODELS``, ``more_models.MODELS``,
-``user_models.MODELS`` or of
-``pymc_evidence.testing`` factories (``egg_box``, ``gaussian_shells``, ...). One process;
+``user_models.MODELS``, of ``pymc_evidence.testing`` factories (``egg_box``,
+``gaussian_shells``, ...) or ``scale.py``'s sized models (``poisson:1000``). One process;
 the first seed pays the compilation. Run from the repository root::
 
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_2,mixture_3,egg_box
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_3 1,2,3 n_moves=5
+    PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py poisson:1000,gauss:2000
 
 A third argument sets options of the default method (``name=value``, comma-separated,
 values read as Python literals). Each line also gives the median time of a call after
@@ -29,8 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def model_and_truth(name: str):
     """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``,
-    ``user_models``) or a
-    ``pymc_evidence.testing`` system."""
+    ``user_models``, ``scale``'s ``kind:size``) or a ``pymc_evidence.testing`` system."""
+    if ":" in name:
+        from scale import build
+
+        return build(name)
     from first_call_models import MODELS
     from more_models import MODELS as MORE
     from user_models import MODELS as USER
@@ -44,8 +48,9 @@ def model_and_truth(name: str):
 
 
 def coverage(name: str, seeds=range(1, 11), options=None) -> str:
-    """One line: ±2 se coverage, the largest error, the mean error, the median se and the
-    median time of the calls after the first; ``options`` go to the default method."""
+    """One line: ±2 se coverage, the largest error, the mean error, the errors' spread
+    against the mean se, the median se and the median time of the calls after the first;
+    ``options`` go to the default method."""
     import pymc_evidence as pme
 
     model, truth = model_and_truth(name)
@@ -65,7 +70,9 @@ def coverage(name: str, seeds=range(1, 11), options=None) -> str:
     return (
         f"{name}: coverage {np.mean(np.abs(errs) <= 2 * ses):.1f}, "
         f"max |err| {np.max(np.abs(errs)):.3f}, mean err {errs.mean():+.3f}, "
-        f"median se {np.median(ses):.3f}, max |err|/se {np.max(np.abs(errs) / ses):.1f}, "
+        f"sd of errors {np.std(errs, ddof=1) if len(errs) > 1 else np.nan:.3f}, "
+        f"mean se {ses.mean():.3f}, median se {np.median(ses):.3f}, "
+        f"max |err|/se {np.max(np.abs(errs) / ses):.1f}, "
         f"warm median {np.median(times[1:] or times):.2f} s"
     )
 

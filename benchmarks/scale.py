@@ -8,6 +8,10 @@ Models (each with a log Z computed without pymc_evidence):
   ``theta``, quadrature over ``tau``);
 * ``poisson:J`` and ``bernoulli:J``: random-intercept GLMMs of 3 rows a group
   (:func:`pymc_evidence.testing.glmm.count_hierarchy`: nested quadrature);
+* ``slopes:J``: a random intercept and a random slope per group, 4 rows a group, written
+  non-centred as bambi writes ``y ~ 1 + x + (1 + x | g)``
+  (:func:`pymc_evidence.testing.slopes.slope_hierarchy`: closed form given the two scales,
+  Gauss-Legendre over them);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 2000 draws each;
@@ -43,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("gauss", "poisson", "bernoulli", "logistic")
+KINDS = ("gauss", "poisson", "bernoulli", "slopes", "logistic")
 
 
 def build(name: str):
@@ -58,6 +62,10 @@ def build(name: str):
         from pymc_evidence.testing.glmm import count_hierarchy
 
         system = count_hierarchy(J=J, rows=3, kind=kind, seed=1)
+    elif kind == "slopes":
+        from pymc_evidence.testing.slopes import slope_hierarchy
+
+        system = slope_hierarchy(J=J, rows=4, seed=1)
     elif kind == "logistic":
         return logistic(J)
     else:
