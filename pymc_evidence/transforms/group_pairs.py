@@ -124,9 +124,8 @@ def _negative_part(a, b, c, xp):
     either way) is kept whatever the rounding: branches on the sign of ``hi`` were taken
     differently by XLA in the three entries of one row. ``max(λ, 0)`` is written
     ``(λ + |λ|) / 2``: PyTensor's gradient of ``maximum`` on JAX was wrong at the rank-one
-    Hessians' ``hi ≈ 0`` (the 150-group Gaussian pair's ``∂/∂ log σ_a`` off by 0.3-2.8 of
-    about 30 against finite differences; right on PyTensor's C backend), which made the
-    annealing's moves at ``β = 1`` accept 7-22 % of their proposals."""
+    Hessians' ``hi ≈ 0`` (right on the C backend), and the annealing's moves suffered
+    (measured in ``docs/hard_models.rst``, "Group effects integrated out")."""
     half = (a - c) / 2
     radius = xp.sqrt(xp.maximum(half**2 + b**2, 1e-300))  # no 0 under the root: its gradient
     hi, lo = (a + c) / 2 + radius, (a + c) / 2 - radius
