@@ -220,12 +220,12 @@ def _anneal(problem, density, options, rng, method, start_of):
     if raised is not None:  # once more at most: the cost stays bounded where modes keep it wide
         options = {**options, "n_stages": raised}
         forward, reverse, counts = once(options)  # the checks count the runs kept
-    if method == "ais":  # still wide after more stages: more particles, once
+    if method == "ais" and raised is not None:  # still wide after more stages: more particles
         wider = more_particles(
             float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"]),
             khat=pareto_khat(-np.asarray(forward[2], float)),
         )  # fmt: skip
-        if raised is not None and wider is not None:
+        if wider is not None:  # once
             options = {**options, "n_particles": wider}
             forward, reverse, counts = once(options)
     return options, counts, forward, reverse
