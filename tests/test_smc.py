@@ -19,11 +19,11 @@ from pymc_evidence.estimators.diagnostics import EvidenceWarning
 from pymc_evidence.estimators.logspace import kish_ess, residual_resample, systematic_resample
 from pymc_evidence.estimators.smc import (
     conditional_ess,
+    increment_variance,
     log_increment,
     merge_log_weights,
     next_beta,
     smc_log_evidence,
-    smc_variance_proxy,
 )
 from pymc_evidence.testing import models as tm
 
@@ -99,13 +99,29 @@ def test_variance_proxy_matches_iid_variance():
     n_stages, r, s, reps = 4, 400, 0.6, 1500
     log_w = s * rng.normal(size=(reps, n_stages, r))
     log_z = np.sum(logsumexp(log_w, axis=2) - np.log(r), axis=1)
-    ess = np.exp(2 * logsumexp(log_w, axis=2) - logsumexp(2 * log_w, axis=2))
-    proxy = smc_variance_proxy(np.full(ess.shape, r), ess)
+    flat = np.zeros(r)
+    proxy = np.array([sum(increment_variance(flat, lw) for lw in run) for run in log_w])
     exact = n_stages * np.expm1(s**2) / r
-    assert proxy.shape == (reps,)
     assert abs(np.mean(proxy) / exact - 1) < 0.05
     assert abs(np.var(log_z, ddof=1) / exact - 1) < 0.15  # 1500 reps: sd of the ratio ~ 0.04
-    assert np.isclose(smc_variance_proxy([100, np.nan], [50, np.nan]), 0.01)
+
+
+def test_increment_variance_with_unequal_incoming_weights():
+    """Incoming weights from importance sampling N(0, 1) with N(0, 3^2) draws (Kish ESS
+    ~46 %), increment exp(-delta x^2 / 2): the spread of log Zhat over repeats matches the
+    mean of the delta-method variance (the conditional ESS's (R / CESS - 1) / R is half of
+    it), and the estimate its exact value -log(1 + delta) / 2."""
+    rng = np.random.default_rng(11)
+    r, reps, delta, scale = 300, 2000, 3.0, 3.0
+    x = scale * rng.normal(size=(reps, r))
+    log_w = -0.5 * x**2 + 0.5 * (x / scale) ** 2
+    log_incr = -0.5 * delta * x**2
+    est = np.array([log_increment(w, i) for w, i in zip(log_w, log_incr, strict=True)])
+    var = np.array([increment_variance(w, i) for w, i in zip(log_w, log_incr, strict=True)])
+    assert abs(np.mean(est) + 0.5 * np.log1p(delta)) < 4 * np.std(est) / np.sqrt(reps) + 1e-3
+    assert abs(np.var(est, ddof=1) / np.mean(var) - 1) < 0.12  # 2000 reps: sd ~ 0.035
+    assert abs(conditional_ess(np.zeros(r), log_incr[0]) - kish_ess(log_incr[0])) < 1e-9
+    assert np.isclose(increment_variance(np.zeros(r), log_incr[0]), 1 / kish_ess(log_incr[0]) - 1 / r)
 
 
 def test_smc_log_evidence_record_and_single_run():

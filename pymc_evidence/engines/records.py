@@ -175,6 +175,7 @@ class LISInfo:
 STAGE_KEYS = (
     "beta",
     "log_increment",
+    "increment_var",
     "ess",
     "cess",
     "gamma",
@@ -186,7 +187,7 @@ STAGE_KEYS = (
     "n_moves",
 )
 #: The fields a stage's reweighting sets (the rest, from ``acceptance``, its moves).
-REWEIGHT_KEYS = STAGE_KEYS[:8]
+REWEIGHT_KEYS = STAGE_KEYS[:9]
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,6 +203,9 @@ class SMCRunInfo:
         The schedule the run took, from 0 to 1.
     log_increment : ndarray, shape (S + 1,)
         Estimate of ``log Z_t / Z_{t-1}`` of the step that ends at ``beta[t]``.
+    increment_var : ndarray, shape (S + 1,)
+        Its delta-method variance for independent particles
+        (:func:`~pymc_evidence.estimators.smc.increment_variance`).
     ess : ndarray, shape (S + 1,)
         Kish ESS after reweighting.
     cess : ndarray, shape (S + 1,)
@@ -225,7 +229,7 @@ class SMCRunInfo:
         ``S``.
     variance_proxy : float
         The i.i.d. variance proxy of ``log Zhat``
-        (:func:`~pymc_evidence.estimators.smc.smc_variance_proxy`).
+        (the sum of ``increment_var``).
     n_particle_moves : int
         Particles times HMC steps.
     n_density_calls : int
@@ -239,6 +243,7 @@ class SMCRunInfo:
 
     beta: np.ndarray
     log_increment: np.ndarray
+    increment_var: np.ndarray
     ess: np.ndarray
     cess: np.ndarray
     gamma: np.ndarray

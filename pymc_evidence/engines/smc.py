@@ -52,10 +52,10 @@ from ..estimators.logspace import (
 )
 from ..estimators.smc import (
     conditional_ess,
+    increment_variance,
     log_increment,
     merge_log_weights,
     next_beta,
-    smc_variance_proxy,
 )
 from .counts import Counts
 from .hmc import State, init_state
@@ -137,7 +137,7 @@ class ResampleMove:
             raise ValueError(f"need at least 2 particles, got {n}")
         log_w = np.full(n, -np.log(n))
         tuning = Tuning(float(s.step_size), spread(particles.x, log_w, None))
-        start = (0.0, np.nan, n, np.nan, np.nan, n, 0, 0)
+        start = (0.0, np.nan, np.nan, n, np.nan, np.nan, n, 0, 0)
         values = dict(zip(REWEIGHT_KEYS[1:], start[1:], strict=True))
         first = StageInfo(0.0, counts=Counts.of_state(particles), values=values)
         return SMCState(particles, log_w, 0.0, tuning), first
@@ -232,12 +232,12 @@ def _reweight(moves: Kernel, rng, state, log_w, betas, tuning, moved):
         )
     if not np.any(np.isfinite(log_w + incr)):
         raise RuntimeError(f"every particle has weight zero at beta = {new_beta:.6g}")
-    cess = conditional_ess(log_w, incr)
+    cess, var = conditional_ess(log_w, incr), increment_variance(log_w, incr)
     increment = log_increment(log_w, incr)
     log_w = normalize_log_weights(log_w + incr)
     ess = kish_ess(log_w)
     resampled = log_w.size > n or ess < s.resample_threshold * log_w.size
-    row = (increment, ess, cess, gamma, log_w.size, n_exp, resampled)
+    row = (increment, var, ess, cess, gamma, log_w.size, n_exp, resampled)
     values = {key: float(value) for key, value in zip(REWEIGHT_KEYS[1:], row, strict=True)}
     if resampled:
         state = take(state, resample_indices(log_w, n, rng, s.resampling))
@@ -336,7 +336,7 @@ def run_resample_move(
     info = SMCRunInfo(
         **stages,
         n_stages=len(stages["beta"]) - 1,
-        variance_proxy=float(smc_variance_proxy(stages["n_particles"][1:], stages["cess"][1:])),
+        variance_proxy=float(np.nansum(stages["increment_var"][1:])),
         n_particle_moves=int(sum(i.values["particle_moves"] for i in infos)),
         n_density_calls=met.n_calls,
         x=state.particles.x,

@@ -32,11 +32,11 @@ __all__ = [
     "PROXY_DOF",
     "conditional_ess",
     "few_runs_factor",
+    "increment_variance",
     "log_increment",
     "merge_log_weights",
     "next_beta",
     "smc_log_evidence",
-    "smc_variance_proxy",
 ]
 
 #: Degrees of freedom the i.i.d. variance proxy counts for when it is pooled with the runs'
@@ -179,35 +179,34 @@ def merge_log_weights(log_weight_sets) -> list[np.ndarray]:
     return [lw + np.log(lw.size / total) for lw in sets]
 
 
-def smc_variance_proxy(n_particles, ess) -> np.ndarray:
-    """The i.i.d. variance proxy ``sum_n (R_n / R_eff,n - 1) / R_n`` of ``log Zhat``.
+def increment_variance(log_w, log_incr) -> float:
+    """The delta-method variance of :func:`log_increment` for independent particles,
+    ``sum_r (p_r - w~_r)^2`` with ``p = w~ W / sum w~ W`` the new normalised weights.
 
-    From Theorem 1 of Fraccaro et al.: with independent, equally weighted draws at every
-    stage, ``Var(log Zhat) ~ sum_n v_n / R_n`` and ``v_n ~ R_n / R_eff,n - 1``. Resampling
-    correlations and imperfect mixing make the true variance larger: a lower bound in spirit.
-
-    Parameters
-    ----------
-    n_particles, ess : array_like, shape (..., S)
-        Particle count ``R_n`` and effective sample size ``R_eff,n`` (the conditional ESS)
-        of each stage; ``NaN`` entries (padding) are skipped.
-
-    Returns
-    -------
-    ndarray, shape (...)
-        One value per run (a 0-d array for a single run).
+    ``log sum_r w~_r W_r`` is a ratio estimator (``sum u W / sum u`` for unnormalised ``u``),
+    so its log has variance ``sum_r w~_r^2 (W_r / Zhat - 1)^2``, which is the expression
+    above. With equal incoming weights it is ``(R / ESS - 1) / R``, the term of Theorem 1 of
+    Fraccaro et al. Unlike ``(R / CESS - 1) / R`` it stays bounded (by 2) where a particle of
+    negligible incoming weight meets a huge increment: the conditional ESS then collapses
+    while the estimate hardly moves. Summed over the stages it is the run's i.i.d. variance
+    proxy; resampling correlations and imperfect mixing make the true variance larger.
 
     Examples
     --------
-    >>> float(smc_variance_proxy([100, 200], [50, 100]))
-    0.015
+    >>> round(increment_variance(np.zeros(4), np.log([1.0, 1.0, 1.0, 3.0])), 6)  # ESS 3
+    0.083333
+    >>> log_w, log_incr = [-100.0, 0.0, 0.0, 0.0], [60.0, 0.0, 0.0, 0.0]
+    >>> float(conditional_ess(log_w, log_incr)) < 1e-7, increment_variance(log_w, log_incr) < 1e-15
+    (True, True)
     """
-    r, e = np.asarray(n_particles, dtype=float), np.asarray(ess, dtype=float)
-    if r.shape != e.shape:
-        raise ValueError(f"n_particles {r.shape} and ess {e.shape} differ in shape")
-    with np.errstate(divide="ignore"):
-        terms = (r / e - 1.0) / r
-    return np.nansum(np.where(np.isnan(r) | np.isnan(e), np.nan, terms), axis=-1)
+    lw = normalize_log_weights(log_w)
+    li = np.asarray(log_incr, dtype=float).ravel()
+    if li.shape != lw.shape or np.any(np.isnan(li)):
+        raise ValueError("log_incr must match log_w in shape and hold no NaN")
+    if not np.any(np.isfinite(lw + li)):
+        return float("nan")
+    p = np.exp(normalize_log_weights(lw + li))
+    return float(np.sum((p - np.exp(lw)) ** 2))
 
 
 def few_runs_factor(n_runs: int, prior_dof: float = 0.0) -> float:
@@ -277,7 +276,7 @@ def smc_log_evidence(
 
     **Which se the record carries**: the spread over independent runs, by the delta
     method, ``spread_se = sd_r(Zhat_r / Zhat) / sqrt(n_runs)`` (``NaN`` for a single run),
-    and the se that the i.i.d. variance proxy of :func:`smc_variance_proxy` implies,
+    and the se that the i.i.d. variance proxy of :func:`increment_variance` implies,
     ``proxy_se = sqrt(mean proxy / n_runs)``. The spread includes every source of error
     within a run (resampling correlation, imperfect mixing) but with few runs it is itself
     noisy: with 4 runs the studentised error is a ``t`` with 3 degrees of freedom, and ±2
