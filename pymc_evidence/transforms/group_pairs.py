@@ -139,9 +139,10 @@ def _negative_part(a, b, c, xp):
     )
 
 
-def _curvature(ops: _Ops, offset):
+def _curvature(ops: _Ops, offset, gaussian: bool):
     """Each group's gradient and negative Hessian ``(n11, n12, n22)`` of the log
-    integrand at the prior means plus ``offset`` (the prior means for None)."""
+    integrand at the prior means plus ``offset`` (the prior means for None). A Gaussian
+    likelihood's row Hessians are negative semidefinite already: no negative part."""
     (m1, m2), (s1, s2) = ops.means, ops.sds
     p1, p2 = 1.0 / s1**2, 1.0 / s2**2
     if offset is None:  # never m + 0 (see group_quadrature.newton)
@@ -151,17 +152,20 @@ def _curvature(ops: _Ops, offset):
         o1, o2 = offset
         ga, gb, haa, hab, hbb = ops.derivatives(ops.gather(m1 + o1), ops.gather(m2 + o2))
         grad = (ops.segment_sum(ga) - o1 * p1, ops.segment_sum(gb) - o2 * p2)
-    haa, hab, hbb = _negative_part(haa, hab, hbb, ops.xp)
+    if not gaussian:
+        haa, hab, hbb = _negative_part(haa, hab, hbb, ops.xp)
     hess = (p1 - ops.segment_sum(haa), -ops.segment_sum(hab), p2 - ops.segment_sum(hbb))
     return grad, hess
 
 
 def _newton(ops: _Ops, steps: int, gaussian: bool):
     """The two effects' modes after ``steps`` Newton steps from the prior means (offsets
-    from them, gradient-stopped) and each step's largest length in scales."""
+    from them, gradient-stopped), each step's largest length in scales and the negative
+    Hessian the last step used."""
     offset, sizes = None, []
     for _ in range(steps):
-        (g1, g2), (n11, n12, n22) = _curvature(ops, offset)
+        (g1, g2), hess = _curvature(ops, offset, gaussian)
+        n11, n12, n22 = hess
         det = n11 * n22 - n12**2
         d1, d2 = (n22 * g1 - n12 * g2) / det, (n11 * g2 - n12 * g1) / det
         if not gaussian:
@@ -172,15 +176,19 @@ def _newton(ops: _Ops, steps: int, gaussian: bool):
         sizes.append(ops.xp.max(ops.xp.sqrt(length)))
         offset = (d1, d2) if offset is None else (offset[0] + d1, offset[1] + d2)
         offset = tuple(ops.stop(o) for o in offset)
-    return offset, sizes
+    return offset, sizes, hess
 
 
 def _moments(ops: _Ops, steps: int, gaussian: bool, offset=None):
     """``(o1, o2, l11, l21, l22)``: the modes' offsets and the Cholesky factor of the
-    inverse negative Hessian there."""
+    inverse negative Hessian there (a Gaussian likelihood's Hessian is the same at every
+    point: the Newton step's is reused, and the rows are not differentiated twice)."""
+    hess = None
     if offset is None:
-        offset, _ = _newton(ops, steps, gaussian)
-    _, (n11, n12, n22) = _curvature(ops, offset)
+        offset, _, hess = _newton(ops, steps, gaussian)
+    if hess is None or not gaussian:
+        _, hess = _curvature(ops, offset, gaussian)
+    n11, n12, n22 = hess
     det = n11 * n22 - n12**2
     return (*offset, ops.xp.sqrt(n22 / det), -n12 / ops.xp.sqrt(det * n22), 1.0 / ops.xp.sqrt(n22))
 
@@ -278,7 +286,7 @@ def choose_pair_rule(rows_at, group: np.ndarray, n_groups: int, gaussian: bool, 
         lambda v: special.logsumexp(v, axis=0),
     )  # fmt: skip
     with np.errstate(all="ignore"):
-        offset, sizes = _newton(ops, max_steps, gaussian)
+        offset, sizes, _ = _newton(ops, max_steps, gaussian)
         moments = _moments(ops, max_steps, gaussian, offset)
         totals = [np.sum(_quadrature(ops, moments, k)) for k in PAIR_NODE_COUNTS]
     return np.asarray(sizes), np.asarray(totals)
