@@ -25,8 +25,8 @@ from .group_pairs import (
     PairTerms,
     choose_pair_rule,
     pair_draws,
-    pair_log_marginal,
     pair_moments,
+    pair_potential,
 )
 from .group_quadrature import GroupRule, RowTerms
 from .group_rows import effect_rows
@@ -117,9 +117,7 @@ def integrate_pair(model: pm.Model, a, b, terms: PairTerms) -> GroupPairOut:
     """``model`` with the effects ``a`` and ``b`` integrated out (see the module's
     docstring)."""
     rule = choose_rule(model, terms)
-    n = len(terms.rows.group)
-    zero = pt.zeros(n, dtype="float64")
-    potential = pt.sum(pair_log_marginal(terms, rule)) - pt.sum(terms.at(zero, zero))
+    potential = pair_potential(terms, rule)
     new, moments = without_effects(model, [a, b], potential, pair_moments(terms, rule))
     size = 0 if terms.gaussian else PROPOSALS * 2 * terms.rows.n_groups
 
