@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.rewriting.utils import rewrite_graph
 
 from ._compile import (
     checks_to_ninf,
@@ -29,6 +28,7 @@ from ._compile import (
     is_jax_rows,
     resolve_backend,
 )
+from .simplify import simplify_logp
 from .space import ModelSpace, model_space
 
 __all__ = ["BatchedLogp", "backend_used", "batched_logp"]
@@ -85,7 +85,8 @@ def _point_graph(space: ModelSpace):
 
     Parameter checks become ``-inf`` switches *before* vectorizing, so that a row outside
     the support gives ``-inf`` for that row only (a vectorized check would fail them all).
-    The log density is rewritten (``canonicalize``) before its gradient is taken, so that
+    The log density is rewritten (:func:`~pymc_evidence.base.simplify.simplify_logp`: a
+    Bernoulli-logit row with one softplus, not two) before its gradient is taken, so that
     what folds to a constant leaves no gradient behind: an integrated latent GP's
     likelihood term at ``v = 0`` kept a Cholesky factor of its kernel and that factor's
     gradient otherwise. The rewrite keeps the graph's ``zero_grad`` and other view ops
@@ -95,7 +96,7 @@ def _point_graph(space: ModelSpace):
     """
     flat, logp = space.on_flat(space.model.logp(jacobian=True))
     logp = pt.cast(checks_to_ninf(float64_constants(logp)), "float64")
-    logp = rewrite_graph(logp, include=("canonicalize",), exclude=("local_view_op",))
+    logp = simplify_logp(logp)
     return flat, [logp, pt.grad(logp, flat)]
 
 

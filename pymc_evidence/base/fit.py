@@ -40,6 +40,11 @@ COMBINE_METHODS = ("moments", "mixture")
 #: ADVI fits ``fit_base`` runs by default (all at once, vectorized): the model's initial
 #: point and ``DEFAULT_RESTARTS - 1`` prior draws.
 DEFAULT_RESTARTS = 8
+#: ADVI fits after ``laplace_first="local"`` found one mode whose Laplace Gaussian is too
+#: light: the posterior is one bump (a hierarchy's hyperparameters, its group effects
+#: integrated out), so the other restarts would find the same fit at four times the cost
+#: (``docs/performance.rst``).
+LOCAL_RESTARTS = 2
 
 
 def _relabel_once(update, label):
@@ -260,7 +265,8 @@ def fit_base(
         :func:`~pymc_evidence.base.laplace_first.laplace_first`). ``base="auto"`` does
         this: on a regression, a logistic regression or a Gaussian-like time series the
         fit's thousands of steps buy nothing. ``"local"``: without the short ADVI fits of
-        check 3 (``base="auto"`` on a hierarchy whose group effects were integrated out).
+        check 3 (``base="auto"`` on a hierarchy whose group effects were integrated out),
+        and where its Laplace Gaussian is not kept, :data:`LOCAL_RESTARTS` ADVI fits.
     widen : bool, default True
         A fitted base whose importance-sampling ESS is below
         :data:`~pymc_evidence.base.widen.WIDEN_BELOW` of ``n_eval`` draws is also tried
@@ -321,6 +327,8 @@ def fit_base(
         )  # fmt: skip
         if quick is not None:
             return quick
+        if laplace_first == "local":  # one bump: restarts look for nothing else
+            starts = starts[:LOCAL_RESTARTS]
     fits, errors = _fit_restarts(
         space, starts, fullrank, n_steps, learning_rate, n_eval, rng, progressbar
     )

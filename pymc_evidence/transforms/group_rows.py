@@ -19,6 +19,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import Elemwise
 
+from ..base.simplify import simplify_logp
 from .gaussian_latent import free_of, static_size
 from .group_quadrature import RowTerms
 
@@ -60,6 +61,7 @@ def effect_rows(model: pm.Model, effects, y):
             return None
         us.append(u)
         priors.append(_prior(model, effect, n_groups))
+    logp = simplify_logp(logp)
     for u in us:
         logp = _without_effect_checks(logp, u)
     if not all(_elementwise(logp, u) for u in us):
