@@ -189,6 +189,11 @@ class EvidenceProblem:
         return self.summed.names if isinstance(self.summed, _INTEGRATED) else ()
 
     @property
+    def hyperparameters_only(self) -> bool:
+        """True when a hierarchy's group effects were integrated out (one bump is left)."""
+        return isinstance(self.summed, _GROUPS)
+
+    @property
     def reparametrized(self) -> tuple[str, ...]:
         """Names of the variables the problem's model has in non-centred form."""
         return tuple(reparam_info(self.model).get("rewritten", {}))
@@ -270,7 +275,7 @@ class EvidenceProblem:
             potentials=self.potentials,
             **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
         )
-        if isinstance(self.summed, _GROUPS):  # see base.widen.defend
+        if self.hyperparameters_only:  # see base.widen.defend
             base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"))
         return base
 
@@ -296,7 +301,7 @@ class EvidenceProblem:
             )
             return "prior", {}
         if small:
-            local = isinstance(self.summed, _GROUPS)  # one bump: see laplace_first
+            local = self.hyperparameters_only  # one bump: see laplace_first
             return "fullrank_advi", {"laplace_first": "local" if local else True}
         also = self.space.ndim <= FULLRANK_TRY_MAX_DIM
         return "advi", {"laplace": True, "laplace_first": True, "also_fullrank": also}

@@ -204,13 +204,13 @@ def sample_evidence(
         ``"adaptive"``: each run picks its own, cheaper by the pilot but biased low in
         many dimensions; or an array of betas), ``target_ess`` (0.8),
         ``resample_threshold`` (0.5), ``resampling`` (``"systematic"``, ``"residual"``),
-        ``n_leapfrog`` (10), ``n_moves`` (HMC steps per stage at least; default 5 up to 30
-        dimensions, 10 above), ``max_moves`` (50) and ``decorrelation`` (0.1: steps go on,
-        five at a time, until the particles'
-        ``log f - log q`` rank-correlates with its value before the moves by at most this),
-        ``arm_threshold`` (0.7), ``max_expansions`` (3). ARM expands the steps whose
-        conditional ESS falls below ``arm_threshold``: on a schedule fixed in advance
-        (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step
+        ``n_leapfrog`` (10; 5 on an integrated hierarchy's hyperparameters), ``n_moves``
+        (HMC steps per stage at least; default 5 up to 30 dimensions, 10 above),
+        ``max_moves`` (50) and ``decorrelation`` (0.1: steps go on, five at a time, until
+        the particles' ``log f - log q`` rank-correlates with its value before the moves
+        by at most this), ``arm_threshold`` (0.7), ``max_expansions`` (3). ARM expands
+        the steps whose conditional ESS falls below ``arm_threshold``: on a schedule fixed
+        in advance (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step
         ``target_ess`` (see :func:`pymc_evidence.engines.smc.run_resample_move`).
 
         For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with

@@ -26,7 +26,17 @@ from ._particles import run_checks
 from ._runs import map_runs
 from ._spec import MethodResult, MethodSpec
 
-__all__ = ["ARM_SPEC", "FEW_MOVES", "FEW_MOVES_MAX_DIM", "MOVES", "SMC_SPEC", "default_n_moves"]
+__all__ = [
+    "ARM_SPEC",
+    "FEW_MOVES",
+    "FEW_MOVES_MAX_DIM",
+    "HYPER_LEAPFROG",
+    "LEAPFROG",
+    "MOVES",
+    "SMC_SPEC",
+    "default_n_leapfrog",
+    "default_n_moves",
+]
 
 #: HMC steps per stage at least (``n_moves=None``, the default): :data:`FEW_MOVES` up to
 #: :data:`FEW_MOVES_MAX_DIM` dimensions, :data:`MOVES` above; more follow, five at a time,
@@ -42,6 +52,30 @@ __all__ = ["ARM_SPEC", "FEW_MOVES", "FEW_MOVES_MAX_DIM", "MOVES", "SMC_SPEC", "d
 FEW_MOVES = 5
 MOVES = 10
 FEW_MOVES_MAX_DIM = 30
+
+
+#: Leapfrog steps of an HMC move (``n_leapfrog=None``, the default): :data:`LEAPFROG`, or
+#: :data:`HYPER_LEAPFROG` on the hyperparameters of a hierarchy whose group effects were
+#: integrated out (:mod:`~pymc_evidence.transforms.group_effects`), a space of a few
+#: dimensions holding one bump. There the tuned step is 0.5-0.8 of the particles' spread,
+#: and ten leapfrogs run 5-8 spreads, most of an orbit, at the price of every row's
+#: quadrature per leapfrog; five reach as far as the moves need (the ``decorrelation``
+#: rule adds moves where they do not). Measured in ``docs/performance.rst`` ("Twentieth
+#: session").
+LEAPFROG = 10
+HYPER_LEAPFROG = 5
+
+
+def default_n_leapfrog(hyperparameters: bool) -> int:
+    """The leapfrog steps of a move: :data:`HYPER_LEAPFROG` on the hyperparameters of an
+    integrated hierarchy, else :data:`LEAPFROG`.
+
+    Examples
+    --------
+    >>> default_n_leapfrog(False), default_n_leapfrog(True)
+    (10, 5)
+    """
+    return HYPER_LEAPFROG if hyperparameters else LEAPFROG
 
 
 def default_n_moves(ndim: int) -> int:
@@ -100,12 +134,16 @@ def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
     return attrs
 
 
-def _settings(options, method, ndim: int | None = None) -> SMCSettings:
+def _settings(options, method, ndim: int | None = None, hyper: bool = False) -> SMCSettings:
     """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``
-    (:data:`MOVES` where it is not known: the options' check before any model is seen)."""
+    (:data:`MOVES` where it is not known: the options' check before any model is seen),
+    ``n_leapfrog=None`` by ``hyper`` (the space is an integrated hierarchy's
+    hyperparameters)."""
     values = {k: options[k] for k in _SETTING_NAMES}
     if values["n_moves"] is None:
         values["n_moves"] = MOVES if ndim is None else default_n_moves(ndim)
+    if values["n_leapfrog"] is None:
+        values["n_leapfrog"] = default_n_leapfrog(hyper)
     if isinstance(values["schedule"], str) and values["schedule"] == "pilot":
         values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
     return SMCSettings(arm=method == "arm", **values)
@@ -134,7 +172,7 @@ def _pilot_schedule(problem, density, settings, n_particles, callback):
 
 
 def _run(problem, options, method) -> MethodResult:
-    settings = _settings(options, method, problem.space.ndim)
+    settings = _settings(options, method, problem.space.ndim, problem.hyperparameters_only)
     n_particles, n_runs = int(options["n_particles"]), int(options["n_runs"])
     density, counts = problem.density(), Counts()
     pilot = _uses_pilot(options)
@@ -199,7 +237,7 @@ _OPTIONS = {
     "target_ess": 0.8,
     "resample_threshold": 0.5,
     "resampling": "systematic",
-    "n_leapfrog": 10,
+    "n_leapfrog": None,
     "n_moves": None,
     "arm_threshold": 0.7,
     "max_expansions": 3,
