@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 __all__ = [
+    "CACHE_ELEMENTS",
     "JAX_MAX_ROWS",
     "JAX_MIN_ROWS",
     "JaxRows",
@@ -164,12 +165,19 @@ HEAVY_ROW = 2**14
 #: nodes before XLA fuses them: a 10**6-row logistic density counts 34 data-sized arrays a
 #: row where XLA held 3.3 (26.7 GB at 1024 rows), so 2**28 is about 200 MiB held.
 ROW_BUDGET = 2**28
+#: Elements of a batch's largest intermediate array (4 MiB of float64) where one row's
+#: fits: the batch then stays in the CPU's cache. The 1 000-group Bernoulli hierarchy's
+#: 15-node quadrature, ``(15, 3000)`` a row, took 1.65 s at 1 000 points in batches of 32
+#: rows, 0.73 s in batches of 8 (``docs/performance.rst``).
+CACHE_ELEMENTS = 2**19
 
 
 def row_chunk(outputs) -> int | None:
     """Rows per batch of a call: None (every row at once) for a function of at most
     :data:`HEAVY_ROW` elements of intermediates a row, else as many rows as fit in
-    :data:`ROW_BUDGET` elements, between 1 and :data:`JAX_MIN_ROWS`.
+    :data:`ROW_BUDGET` elements and (where one row's largest array fits there) whose
+    largest arrays fit in :data:`CACHE_ELEMENTS`, a power of two between 1 and
+    :data:`JAX_MIN_ROWS`.
 
     A call's arrays then stay in the CPU's caches (the group quadrature of
     :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
@@ -178,14 +186,18 @@ def row_chunk(outputs) -> int | None:
     from pytensor.graph.traversal import ancestors
 
     graphs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
-    work = 0
+    work, largest = 0, 1
     for var in ancestors(graphs):
         shape = getattr(var.type, "shape", None)
         if var.owner is not None and shape and None not in shape:
-            work += int(np.prod(shape, dtype=np.int64))
+            size = int(np.prod(shape, dtype=np.int64))
+            work, largest = work + size, max(largest, size)
     if work <= HEAVY_ROW:
         return None
-    return int(np.clip(ROW_BUDGET // work, 1, JAX_MIN_ROWS))
+    rows = ROW_BUDGET // work
+    if largest <= CACHE_ELEMENTS:
+        rows = min(rows, 1 << (CACHE_ELEMENTS // largest).bit_length() - 1)
+    return int(np.clip(rows, 1, JAX_MIN_ROWS))
 
 
 def _mapped(jax, fn, in_axes, chunk):
