@@ -350,12 +350,8 @@ class EvidenceProblem:
             return posterior
         key = ("reference", target_accept)
         if key not in self._made:
-            self._made[key] = run_nuts(
-                self.model,
-                self.sampling,
-                random_seed=self.int_seed("nuts"),
-                target_accept=target_accept,
-            )
+            nuts = {"random_seed": self.int_seed("nuts"), "target_accept": target_accept}
+            self._made[key] = run_nuts(self.model, self.sampling, **nuts)
         return self._made[key]
 
     def unconstrained(self, posterior) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
+from pytensor.graph.replace import clone_replace
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.scalar.math import Sigmoid, Softplus
@@ -45,7 +46,7 @@ def simplify_logp(graph):
     True
     """
     passes = {"include": ("canonicalize", "stabilize"), "exclude": ("local_view_op",)}
-    graph = rewrite_graph(graph, clone=True, **passes)  # the caller's graph is left as it was
+    graph = rewrite_graph(clone_replace(graph), **passes)  # the caller's graph stays as it was
     rewrites = in2out(local_logit_switch, local_sigmoid_bound)
     return rewrite_graph(graph, include=(), custom_rewrite=rewrites)
 
@@ -78,9 +79,15 @@ def _negation_of(var):
 
 
 def _neg_softplus_of(var):
-    """``x`` where ``var`` is ``-softplus(x)``, else None."""
+    """``x`` where ``var`` is ``-softplus(x)``, or ``log1p(-sigmoid(x))`` (PyTensor 2's
+    stabilizer leaves ``log(1 - p)`` so), else None."""
     neg = _negation_of(var)
     inner = None if neg is None else _args_of(neg, Softplus)
+    if inner is not None:
+        return inner[0]
+    log1p = _args_of(var, ps.Log1p)
+    sigmoid = None if log1p is None else _negation_of(log1p[0])
+    inner = None if sigmoid is None else _args_of(sigmoid, Sigmoid)
     return None if inner is None else inner[0]
 
 
