@@ -16,15 +16,18 @@ from _accuracy import assert_log_z
 from scipy import integrate, special, stats
 
 import pymc_evidence as pme
+from pymc_evidence.methods.smc import default_n_particles
 from pymc_evidence.testing.glmm import count_hierarchy, group_log_integrals
 from pymc_evidence.testing.hierarchical import hierarchical_normal
 from pymc_evidence.transforms.group_effects import MIN_GROUPS, integrate_group_effects
 
-#: (mu, tau, tolerance): the posterior's, narrow, and wide: five times the posterior's scale,
-#: far beyond the points where the node count was chosen (within NODE_TOLERANCE there). The
-#: 15-node rule is 0.045 nats off over 120 binary groups at tau = 2.5, where each group's
-#: conditional is skewed; the evidence integrates the posterior's region only
-POINTS = [(0.3, 0.5, 2e-4), (-1.0, 0.05, 2e-4), (1.5, 2.5, 0.1)]
+#: (mu, tau, tolerance): the posterior's (the node count is chosen around it, its total
+#: within NODE_TOLERANCE of the next count's: a fifth of that here; Laplace's method is
+#: 0.15-0.45 nats off), narrow, and wide: five times the posterior's scale, far beyond the
+#: points where the rule was chosen. There the 5-11 node rules are 0.005-0.07 nats off
+#: over 120 groups, where each group's conditional is skewed; the evidence integrates the
+#: posterior's region only
+POINTS = [(0.3, 0.5, 1e-3), (-1.0, 0.05, 2e-4), (1.5, 2.5, 0.1)]
 
 
 def _hyper_terms(mu, tau):
@@ -173,7 +176,8 @@ def test_default_evidence_of_a_glmm(kind):
         idata = pme.sample_evidence(system.model, random_seed=1, progressbar=False)
     assert_log_z(pme.log_evidence(idata), system.log_z, abs_tol=0.1, se_max=0.1, label=kind)
     post = idata["posterior"]
-    assert post["b"].shape == (4, 1000, 150) and post["b"].dims[-1] == "group"
+    draws = (4, default_n_particles(hyperparameters=True), 150)  # runs, particles, groups
+    assert post["b"].shape == draws and post["b"].dims[-1] == "group"
     # the group effects' posterior mean against the groups' data: shrunk toward mu
     assert np.isfinite(post["b"].values).all()
 
@@ -185,3 +189,36 @@ def test_default_evidence_of_a_centred_gaussian_hierarchy():
         idata = pme.sample_evidence(system.model, random_seed=3, progressbar=False)
     est = pme.log_evidence(idata)
     assert_log_z(est, system.log_z, abs_tol=0.05, se_max=0.05, label="1000 groups")
+
+
+def test_rule_points_are_centred_on_the_mode_with_its_scales():
+    """Around the mode of the given density, four of its scales away along each value
+    (within MIN_SPREAD and MAX_SPREAD), alternating signs too; the initial point and SPREAD
+    without one."""
+    from pymc_evidence.transforms.group_rule import MAX_SPREAD, MIN_SPREAD, SPREAD, rule_points
+
+    with pm.Model() as model:
+        pm.Normal("a", 0.0, 1.0)
+        pm.Normal("b", 0.0, 1.0, shape=2)
+    inputs = model.value_vars
+    mode, sd = np.array([1.0, -2.0, 0.5]), np.array([0.1, 5.0, 0.01])
+
+    def log_density(args):
+        x = np.concatenate([np.atleast_1d(a) for a in args])
+        return float(stats.norm.logpdf(x, mode, sd).sum())
+
+    points = [
+        np.concatenate([np.atleast_1d(a) for a in p])
+        for p in rule_points(model, inputs, log_density)
+    ]
+    spread = np.array([0.4, MAX_SPREAD, MIN_SPREAD])
+    expected = [
+        mode,
+        mode + spread,
+        mode - spread,
+        mode + spread * [1, -1, 1],
+        mode - spread * [1, -1, 1],
+    ]
+    np.testing.assert_allclose(points, expected, atol=2e-3)
+    plain = [np.concatenate([np.atleast_1d(a) for a in p]) for p in rule_points(model, inputs)]
+    np.testing.assert_allclose(plain[1], np.full(3, SPREAD))

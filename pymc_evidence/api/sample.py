@@ -196,7 +196,8 @@ def sample_evidence(
         ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
         ``"reverse"``) and ``posterior`` as for ``"bar"``.
 
-        For ``"smc"`` and ``"arm"``: ``n_particles`` (1000 per run) and ``n_runs`` (4
+        For ``"smc"`` and ``"arm"``: ``n_particles`` (1000 per run; 500 on an integrated
+        hierarchy's hyperparameters) and ``n_runs`` (4
         independent runs; their spread gives the se). Options: ``base``/``base_kwargs``,
         ``schedule`` (``"pilot"``, the default: one pilot run of ``pilot_particles``
         particles (default ``n_particles // 4``) picks the temperatures by bisection on the

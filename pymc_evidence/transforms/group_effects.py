@@ -28,10 +28,12 @@ default is right on it (a 2-d marginal such as eight schools' has a ``log τ`` t
 fitted bases reach less well than the joint non-centred space).
 
 The node count and the Newton steps are chosen once, where the model is made
-(:func:`choose_rule`): at the model's initial point and at points with every other
-unconstrained value moved by ±:data:`SPREAD`, the fewest steps after which no group's mode moves
-more than ``1e-6`` of its scale, and the fewest nodes (1, 3, 7, 15, 31) whose total agrees
-with the next count's to :data:`NODE_TOLERANCE`.
+(:func:`choose_rule`): at the hyperparameters' posterior mode (the effects integrated by
+Laplace's method for the search) and at points around it, four posterior scales away
+(:func:`.group_rule.rule_points`), the fewest steps after which no group's mode moves
+more than ``1e-6`` of its scale, and the fewest nodes of :data:`NODE_COUNTS` whose total
+agrees with the next count's to :data:`NODE_TOLERANCE`. A Gaussian likelihood needs one
+step and one node wherever it is checked: its points are around the initial point.
 
 The posterior draws of ``b`` come back from each group's conditional given ``θ``
 (:meth:`GroupEffectsOut.draw`): Gaussian draws where the likelihood is Gaussian in the
@@ -54,14 +56,21 @@ from .gaussian_latent import dependents
 from .group_pair_effects import find_pair, integrate_pair
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms, log_marginal, mode_and_scale
 from .group_rows import length, row_terms
-from .group_rule import MAX_STEPS, NODE_TOLERANCE, rule_points, select_rule, without_effects
+from .group_rule import (
+    MAX_STEPS,
+    NODE_TOLERANCE,
+    prior_of,
+    rule_points,
+    select_rule,
+    without_effects,
+)
 
 __all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate_group_effects"]
 
 #: Fewest groups integrated out.
 MIN_GROUPS = 100
 #: Node counts tried, each against the next.
-NODE_COUNTS = (1, 3, 7, 15, 31)
+NODE_COUNTS = (1, 3, 5, 7, 9, 11, 15, 21, 31)
 #: Points of the grid of the non-Gaussian draws.
 GRID = 32
 #: Posterior draws whose grids are inverted together (their temporaries cache-sized).
@@ -225,25 +234,61 @@ def _candidates(model: pm.Model) -> list:
 
 def choose_rule(model: pm.Model, terms: RowTerms) -> GroupRule:
     """The fewest Newton steps and Gauss-Hermite nodes that are exact to the module's
-    tolerances at the model's initial point and at points around it (two steps more than
+    tolerances at the hyperparameters' mode and at points around it (two steps more than
     the points needed, for the posterior's other hyperparameters).
 
     The check runs in numpy on one compiled function of the rows (their log density and its
     first two derivatives in the effect), the same steps and rule as
-    :mod:`.group_quadrature`'s graph."""
+    :mod:`.group_quadrature`'s graph; the mode is that of the hyperparameters' prior times
+    the Laplace approximation of the integral (:func:`.group_rule.rule_points`)."""
     from ..base._compile import compile_fn
 
     d1, d2 = terms.derivatives(terms.u)
     graphs = [terms.at(terms.u), d1, d2, terms.mean, terms.sd]
     inputs = [v for v in model.value_vars if v in ancestors(graphs)]
     fn = compile_fn([terms.u, *inputs], graphs, jit=False)
+    density = None
+    if not terms.gaussian:
+        prior, laplace = prior_of(model, inputs), _laplace(terms, lambda u, p: fn(u, *p))
+        density = lambda p: prior(p) + laplace(p)  # noqa: E731
     steps, values = [], []
-    for point in rule_points(model, inputs):
+    for point in rule_points(model, inputs, density):
         size, total = _check_rule(terms, lambda u, p=point: fn(u, *p))
         if np.all(np.isfinite(total)):
             steps.append(size)
             values.append(total)
     return select_rule(steps, values, terms.gaussian, NODE_COUNTS)
+
+
+def _newton_step(terms: RowTerms, b, d1, d2, mean, sd):
+    """Every group's (clipped) Newton step from ``b`` and ``-h''`` there, given the rows'
+    derivatives at ``b``."""
+    precision = 1.0 / sd**2
+    curv = precision - np.bincount(terms.group, np.minimum(d2, 0.0), terms.n_groups)
+    step = (np.bincount(terms.group, d1, terms.n_groups) - (b - mean) * precision) / curv
+    return (step if terms.gaussian else np.clip(step, -MAX_STEP, MAX_STEP)), curv
+
+
+def _laplace(terms: RowTerms, rows):
+    """``args -> log`` likelihood with every group's effect integrated by Laplace's method,
+    given ``rows(u, args) -> (logp, d1, d2, mean, sd)``; Newton's method starts from the
+    last call's modes (the search for the centre calls it at nearby points)."""
+    last = {}
+
+    def total(args):
+        *_, mean, sd = rows(np.zeros(len(terms.group)), args)
+        b = last.get("b", np.asarray(mean, dtype=float))
+        for _ in range(MAX_STEPS):
+            logp, d1, d2, *_ = rows(b[terms.group], args)
+            step, curv = _newton_step(terms, b, d1, d2, mean, sd)
+            if np.max(np.abs(step) * np.sqrt(curv)) < 1e-8:
+                break
+            b = b + step
+        last["b"] = b
+        h = np.bincount(terms.group, logp, terms.n_groups) + stats.norm.logpdf(b, mean, sd)
+        return float(np.sum(h + 0.5 * np.log(2 * np.pi) - 0.5 * np.log(curv)))
+
+    return total
 
 
 def _check_rule(terms: RowTerms, rows):
@@ -255,17 +300,13 @@ def _check_rule(terms: RowTerms, rows):
         return np.bincount(group, weights=v, minlength=n_groups)
 
     *_, mean, sd = rows(np.zeros(len(group)))
-    precision = 1.0 / sd**2
     b, sizes = np.array(mean, dtype=float), []
     for _ in range(MAX_STEPS):
         _, d1, d2, *_ = rows(b[group])
-        curv = precision - segment(np.minimum(d2, 0.0))
-        step = (segment(d1) - (b - mean) * precision) / curv
-        if not terms.gaussian:
-            step = np.clip(step, -MAX_STEP, MAX_STEP)
+        step, curv = _newton_step(terms, b, d1, d2, mean, sd)
         sizes.append(np.max(np.abs(step) * np.sqrt(curv)))
         b = b + step
-    scale = 1.0 / np.sqrt(precision - segment(np.minimum(rows(b[group])[2], 0.0)))
+    scale = 1.0 / np.sqrt(_newton_step(terms, b, *rows(b[group])[1:])[1])
     totals = []
     for k in NODE_COUNTS:
         x, w = np.polynomial.hermite.hermgauss(k)
