@@ -6,8 +6,9 @@ Models (each with a log Z computed without pymc_evidence):
 * ``gauss:J``: the centred Gaussian hierarchy ``theta ~ N(mu, tau)``, ``y_j ~ N(theta_j,
   s_j)`` (:func:`pymc_evidence.testing.hierarchical_normal`: closed form in ``mu`` and
   ``theta``, quadrature over ``tau``);
-* ``poisson:J`` and ``bernoulli:J``: random-intercept GLMMs of 3 rows a group
-  (:func:`pymc_evidence.testing.glmm.count_hierarchy`: nested quadrature);
+* ``poisson:J``, ``bernoulli:J`` and ``binomial:J``: random-intercept GLMMs of 3 rows a
+  group (binomial: 5 trials a row; :func:`pymc_evidence.testing.glmm.count_hierarchy`:
+  nested quadrature);
 * ``slopes:J``: a random intercept and a random slope per group, 4 rows a group, written
   non-centred as bambi writes ``y ~ 1 + x + (1 + x | g)``
   (:func:`pymc_evidence.testing.slopes.slope_hierarchy`: closed form given the two scales,
@@ -47,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("gauss", "poisson", "bernoulli", "slopes", "logistic")
+KINDS = ("gauss", "poisson", "bernoulli", "binomial", "slopes", "logistic")
 
 
 def build(name: str):
@@ -58,7 +59,7 @@ def build(name: str):
         from pymc_evidence.testing.hierarchical import hierarchical_normal
 
         system = hierarchical_normal(J=J, seed=3, centered=True)
-    elif kind in ("poisson", "bernoulli"):
+    elif kind in ("poisson", "bernoulli", "binomial"):
         from pymc_evidence.testing.glmm import count_hierarchy
 
         system = count_hierarchy(J=J, rows=3, kind=kind, seed=1)
