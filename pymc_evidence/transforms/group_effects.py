@@ -22,7 +22,9 @@ likelihood may be any (Normal, Poisson, Bernoulli, binomial, negative binomial, 
 (``N(0, 1)`` scaled in the likelihood) effects alike; of several groupings
 (``(1|county) + (1|year)``) the largest is integrated, the others stay in the model. Two
 effects of one grouping that enter the same rows (a random intercept and slope,
-``(1 + x | g)``) are integrated together (:mod:`.group_pair_effects`). Below
+``(1 + x | g)``) are integrated together (:mod:`.group_pair_effects`), as are the two
+columns of a ``(J, 2)`` effect with a full covariance (``LKJCholeskyCov``;
+:mod:`.group_matrix_effects`). Below
 :data:`MIN_GROUPS` the model keeps its form: the joint space is small there and the
 default is right on it (a 2-d marginal such as eight schools' has a ``log τ`` tail that the
 fitted bases reach less well than the joint non-centred space).
@@ -53,6 +55,7 @@ from pytensor.tensor.random.basic import NormalRV
 from scipy import special, stats
 
 from .gaussian_latent import dependents
+from .group_matrix_effects import find_matrix_effect
 from .group_pair_effects import find_pair, integrate_pair
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms, log_marginal, mode_and_scale
 from .group_rows import length, row_terms
@@ -193,9 +196,12 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     True
     """
     found = _candidates(model)
+    matrix = find_matrix_effect(model, MIN_GROUPS)
+    if matrix is not None and all(c[1].n_groups <= matrix[1].rows.n_groups for c in found):
+        return integrate_pair(model, matrix[:1], matrix[1], matrix[2])
     pair = find_pair(model, found)
     if pair is not None:
-        return integrate_pair(model, *pair)
+        return integrate_pair(model, pair[:2], pair[2])
     if not found:
         return None
     effect, terms = max(found, key=lambda item: (item[1].n_groups, item[0].name))[:2]

@@ -29,10 +29,10 @@ from .group_pairs import (
     pair_potential,
 )
 from .group_quadrature import GroupRule, RowTerms
-from .group_rows import effect_rows
+from .group_rows import effect_rows, shape_of
 from .group_rule import MAX_STEPS, rule_points, select_rule, without_effects
 
-__all__ = ["GroupPairOut", "find_pair", "integrate_pair"]
+__all__ = ["GroupPairOut", "find_pair", "integrate_pair", "pair_terms"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,10 @@ class GroupPairOut:
         effects and the draws are exact Gaussian ones).
     tables_of : callable
         ``tables_of(z)``: the graphs of a draw given ``z``, ``proposal_size`` standard normals.
+    back : MatrixBack or None
+        For one ``(J, 2)`` effect (:mod:`.group_matrix_effects`): how its draws come from the
+        pair's, given the tables before the pair's (``back.count`` of them); None for two
+        vector effects.
     """
 
     model: pm.Model
@@ -66,6 +70,7 @@ class GroupPairOut:
     rule: GroupRule
     proposal_size: int
     tables_of: object
+    back: object = None
     #: Posterior draws whose tables are computed at once.
     draw_chunk = 256
 
@@ -77,11 +82,15 @@ class GroupPairOut:
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Draws of both effects, one per row of the tables (:func:`.group_pairs.pair_draws`;
         the proposals, where there are some, are the tables' last entry)."""
-        proposals = None
+        proposals, extra = None, []
+        if self.back is not None:
+            extra, tables = tables[: self.back.count], tables[self.back.count :]
         if self.proposal_size:
-            (n_groups,) = self.shapes[0]
+            n_groups = self.shapes[0][0]
             proposals = np.asarray(tables[-1]).reshape(-1, PROPOSALS, 2, n_groups)
         a, b = pair_draws(tables, proposals, rng)
+        if self.back is not None:
+            return {self.names[0]: self.back.assemble(extra, a, b)}
         return dict(zip(self.names, (a, b), strict=True))
 
 
@@ -97,13 +106,19 @@ def find_pair(model: pm.Model, candidates: list):
         if found is None:
             continue
         logp, us, group, priors = found
-        ga, gb = pt.grad(pt.sum(logp), list(us))
-        hess = [*pt.grad(pt.sum(ga), list(us)), pt.grad(pt.sum(gb), us[1])]
-        gaussian = _constant_in(hess, us)
-        rows = RowTerms(logp, us[0], group, ra.n_groups, *priors[0], gaussian=gaussian)
-        means, sds = zip(*priors, strict=True)
-        return a, b, PairTerms(logp, us, rows, means, sds, gaussian)
+        return a, b, pair_terms(logp, us, group, ra.n_groups, priors)
     return None
+
+
+def pair_terms(logp, us, group, n_groups: int, priors) -> PairTerms:
+    """The :class:`~.group_pairs.PairTerms` of rows ``logp`` elementwise in the two row
+    effects ``us``, with the effects' prior ``(mean, sd)`` pairs ``priors``."""
+    ga, gb = pt.grad(pt.sum(logp), list(us))
+    hess = [*pt.grad(pt.sum(ga), list(us)), pt.grad(pt.sum(gb), us[1])]
+    gaussian = _constant_in(hess, us)
+    rows = RowTerms(logp, us[0], group, n_groups, *priors[0], gaussian=gaussian)
+    means, sds = zip(*priors, strict=True)
+    return PairTerms(logp, tuple(us), rows, means, sds, gaussian)
 
 
 def _constant_in(graphs, us) -> bool:
@@ -113,20 +128,25 @@ def _constant_in(graphs, us) -> bool:
     return not any(u in ancestors(graphs) for u in us)
 
 
-def integrate_pair(model: pm.Model, a, b, terms: PairTerms) -> GroupPairOut:
-    """``model`` with the effects ``a`` and ``b`` integrated out (see the module's
-    docstring)."""
+def integrate_pair(model: pm.Model, effects, terms: PairTerms, back=None) -> GroupPairOut:
+    """``model`` with ``effects`` integrated out (see the module's docstring): two vectors,
+    the pair's effects, or one ``(J, 2)`` matrix whose draws ``back`` (a
+    :class:`~.group_matrix_effects.MatrixBack`) makes from the pair's."""
     rule = choose_rule(model, terms)
     potential = pair_potential(terms, rule)
-    new, moments = without_effects(model, [a, b], potential, pair_moments(terms, rule))
+    extra = list(back.graphs) if back is not None else []
+    graphs = [*extra, *pair_moments(terms, rule)]
+    new, moments = without_effects(model, effects, potential, graphs)
     size = 0 if terms.gaussian else PROPOSALS * 2 * terms.rows.n_groups
 
     def tables_of(z):
         proposals = z.reshape((PROPOSALS, 2, terms.rows.n_groups))
-        return [*to_new_values(model, new, pair_moments(terms, rule, proposals)), z]
+        graphs = [*extra, *pair_moments(terms, rule, proposals)]
+        return [*to_new_values(model, new, graphs), z]
 
-    shapes = ((terms.rows.n_groups,),) * 2
-    return GroupPairOut(new, (a.name, b.name), shapes, tuple(moments), rule, size, tables_of)
+    names = tuple(e.name for e in effects)
+    shapes = tuple(shape_of(e) for e in effects)
+    return GroupPairOut(new, names, shapes, tuple(moments), rule, size, tables_of, back)
 
 
 def choose_rule(model: pm.Model, terms: PairTerms) -> GroupRule:

@@ -23,7 +23,7 @@ from ..base.simplify import simplify_logp
 from .gaussian_latent import free_of, static_size
 from .group_quadrature import RowTerms
 
-__all__ = ["effect_rows", "length", "row_terms"]
+__all__ = ["constant_index", "effect_rows", "elementwise_rows", "length", "row_terms", "shape_of"]
 
 
 def row_terms(model: pm.Model, effect, y) -> RowTerms | None:
@@ -61,12 +61,18 @@ def effect_rows(model: pm.Model, effects, y):
             return None
         us.append(u)
         priors.append(_prior(model, effect, n_groups))
+    logp = elementwise_rows(logp, us)
+    return None if logp is None else (logp, tuple(us), group, tuple(priors))
+
+
+def elementwise_rows(logp, us):
+    """``logp`` (the rows' log density in the row effects ``us``) simplified and without
+    the parameter checks that depend on ``us``, or None when a row depends on other rows'
+    effects (an op between ``us`` and ``logp`` that is not elementwise)."""
     logp = simplify_logp(logp)
     for u in us:
         logp = _without_effect_checks(logp, u)
-    if not all(_elementwise(logp, u) for u in us):
-        return None
-    return logp, tuple(us), group, tuple(priors)
+    return logp if all(_elementwise(logp, u) for u in us) else None
 
 
 def _prior(model: pm.Model, effect, n_groups: int):
@@ -81,6 +87,16 @@ def _prior(model: pm.Model, effect, n_groups: int):
             ]
         )
     )
+
+
+def shape_of(var) -> tuple | None:
+    """The shape of ``var`` as integers (None where it is not constant)."""
+    if all(s is not None for s in var.type.shape):
+        return tuple(int(s) for s in var.type.shape)
+    try:
+        return tuple(int(s) for s in var.shape.eval())
+    except Exception:  # a shape that depends on other inputs
+        return None
 
 
 def length(var) -> int:
@@ -155,12 +171,18 @@ def _index_of(node, value, n_groups: int):
         return None
     if len(node.inputs) != 2 or node.inputs[0] is not value or node.outputs[0].type.ndim != 1:
         return None
-    index = node.inputs[1]
+    return constant_index(node.inputs[1], n_groups)
+
+
+def constant_index(index, n_groups: int, ndim: int = 1):
+    """The value of ``index`` (a constant or a data container's value) when it is an integer
+    array of ``ndim`` dimensions (1: a group index, 0: a column) within ``n_groups``,
+    wrapped to ``0..n_groups-1``; else None."""
     data = index.get_value() if hasattr(index, "get_value") else getattr(index, "data", None)
     if data is None:
         return None
     data = np.asarray(data)
-    if data.ndim != 1 or data.dtype.kind not in "iu" or data.min(initial=0) < -n_groups:
+    if data.ndim != ndim or data.dtype.kind not in "iu" or data.min(initial=0) < -n_groups:
         return None
     if data.max(initial=0) >= n_groups:
         return None

@@ -13,7 +13,7 @@ from scipy import optimize
 
 from .discrete_values import to_new_values
 from .group_quadrature import GroupRule
-from .group_rows import length
+from .group_rows import shape_of
 
 __all__ = [
     "MAX_SPREAD",
@@ -143,7 +143,7 @@ def without_effects(model: pm.Model, effects, potential, graphs):
     """A copy of ``model`` with ``effects`` fixed at zero and ``potential`` added (both in
     ``model``'s value variables), and ``graphs`` on the copy's."""
     new = pm.do(
-        model, {e.name: np.zeros(length(e)) for e in effects}, make_interventions_shared=False
+        model, {e.name: np.zeros(shape_of(e)) for e in effects}, make_interventions_shared=False
     )
     renamed = to_new_values(model, new, [potential, *graphs])
     with new:
