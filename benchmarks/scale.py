@@ -13,6 +13,11 @@ Models (each with a log Z computed without pymc_evidence):
   non-centred as bambi writes ``y ~ 1 + x + (1 + x | g)``
   (:func:`pymc_evidence.testing.slopes.slope_hierarchy`: closed form given the two scales,
   Gauss-Legendre over them);
+* ``lkj:J`` and ``lkjc:J``: a correlated random intercept and slope, 4 rows a group, their
+  covariance ``LKJCholeskyCov`` (``eta=2``, ``HalfNormal(1)`` scales), written non-centred
+  (``z @ L.T``, as bambi writes ``(1 + x | g)`` with a full covariance) or centred
+  (``MvNormal(0, chol=L)``) (:func:`pymc_evidence.testing.lkj_slopes.lkj_slope_hierarchy`:
+  closed form given the covariance, composite Gauss-Legendre over its three parameters);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 2000 draws each;
@@ -48,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("gauss", "poisson", "bernoulli", "binomial", "slopes", "logistic")
+KINDS = ("gauss", "poisson", "bernoulli", "binomial", "slopes", "lkj", "lkjc", "logistic")
 
 
 def build(name: str):
@@ -67,6 +72,10 @@ def build(name: str):
         from pymc_evidence.testing.slopes import slope_hierarchy
 
         system = slope_hierarchy(J=J, rows=4, seed=1)
+    elif kind in ("lkj", "lkjc"):
+        from pymc_evidence.testing.lkj_slopes import lkj_slope_hierarchy
+
+        system = lkj_slope_hierarchy(J=J, rows=4, seed=1, centered=kind == "lkjc")
     elif kind == "logistic":
         return logistic(J)
     else:

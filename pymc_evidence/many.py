@@ -28,10 +28,10 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 from .api import log_evidence, sample_evidence
-from .base.jax_rows import jax_started
 from .compare import LOG_Z_COLUMNS, compare, log_prior_probs
 from .estimators.diagnostics import EvidenceWarning, warn_user
 from .estimators.pooling import pool_replicas
+from .methods._remote import check_executor
 from .problem import seed_sequence
 from .progress import progress_bar
 
@@ -243,28 +243,10 @@ def _table(names, pooled: dict, errors: dict, counts: dict, log_prior, method) -
 def _check_call(replicas, executor, method_kwargs) -> int:
     if isinstance(replicas, bool) or not isinstance(replicas, int | np.integer) or replicas < 1:
         raise ValueError(f"replicas must be a positive integer, got {replicas!r}")
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError(
-            f"executor must be a concurrent.futures.Executor (with a submit method), got "
-            f"{type(executor).__name__}"
-        )
+    check_executor(executor)
     if "model" in method_kwargs:
         raise TypeError("pass the models in the models dict, not as model=")
-    _check_no_fork_after_jax(executor)
     return int(replicas)
-
-
-def _check_no_fork_after_jax(executor) -> None:
-    """Refuse a process pool that forks this process once it has run JAX (the batched
-    densities' default backend): a forked copy of JAX's threads deadlocks or crashes."""
-    context = getattr(executor, "_mp_context", None)  # a ProcessPoolExecutor's
-    if context is None or not jax_started() or context.get_start_method() != "fork":
-        return
-    raise RuntimeError(
-        "this process has run JAX, and the executor's workers are forked from it, which "
-        "deadlocks JAX; make the pool with another start method: ProcessPoolExecutor(n, "
-        "mp_context=multiprocessing.get_context('forkserver')) (or 'spawn')"
-    )
 
 
 def compare_models(

@@ -79,6 +79,9 @@ class SamplingArgs:
     initvals: object = None
     compile_kwargs: dict = field(default_factory=dict)
     idata_kwargs: dict = field(default_factory=dict)
+    #: Where the independent runs of the particle methods go (a ``concurrent.futures``
+    #: executor; None: here, in up to ``cores`` forked processes).
+    executor: object = None
     given: frozenset = frozenset()
 
     @classmethod

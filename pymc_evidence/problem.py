@@ -44,19 +44,16 @@ STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "m
            "defensive")  # fmt: skip
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
-#: What ``base=`` may name; ``"auto"`` is full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
-#: dimensions (correlated posteriors: a mean-field base is too narrow there and biases the
-#: annealing methods), mean-field above, where the Laplace approximation at the highest mode
-#: replaces it when its importance-sampling evidence is larger (full-rank ADVI diverges on
-#: some large models; the Laplace Gaussian needs one L-BFGS run and a Hessian).
+#: What ``base=`` may name; ``"auto"``: full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
+#: dimensions, mean-field or the Laplace Gaussian above (``docs/methods``).
 BASE_CHOICES = ("auto", "advi", "fullrank_advi", "prior")
 FULLRANK_MAX_DIM = 30
 #: Up to here ``"auto"`` also fits full-rank ADVI above :data:`FULLRANK_MAX_DIM` and keeps
-#: the better base (a 32-d latent GP: smc -0.21 +- 0.04 mean-field, -0.02 +- 0.04 full-rank).
+#: the better base.
 FULLRANK_TRY_MAX_DIM = 100
 _log = logging.getLogger("pymc_evidence")
-#: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums).
-#: Integrations of group effects (one or two a group).
+#: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums):
+#: group effects, and Gaussian latents.
 _GROUPS = (GroupEffectsOut, GroupPairOut)
 _INTEGRATED = (GaussianOut, *_GROUPS)
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
@@ -108,6 +105,8 @@ class EvidenceProblem:
         ``"auto"``, ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
     base_kwargs : dict
         Passed to :func:`pymc_evidence.fit_base`.
+    reparam : {"auto", None}
+        The :meth:`build` argument (for a worker that prepares the model again).
 
     Examples
     --------
@@ -128,6 +127,7 @@ class EvidenceProblem:
     potentials: str | None = None
     base_spec: object = "auto"
     base_kwargs: dict = field(default_factory=dict)
+    reparam: str | None = "auto"
     #: The base, the tempering base and the reference NUTS runs, made on first use.
     _made: dict = field(default_factory=dict, repr=False)
     #: Which method of a cross-check this view is for: each gets its own ``"method"``
@@ -181,6 +181,7 @@ class EvidenceProblem:
             summed=summed,
             base_spec=base,
             base_kwargs=dict(base_kwargs or {}),
+            reparam=reparam,
         )
 
     @property
@@ -235,6 +236,10 @@ class EvidenceProblem:
             self._made["base"] = self._resolve_base()
         return self._made["base"]
 
+    def with_base(self, base) -> EvidenceProblem:
+        """This problem with ``base``, fitted elsewhere on its model, as its base."""
+        return replace(self, _made={"base": base})
+
     @property
     def tempering_base(self):
         """The base of ``ct``, ``gibbs_ct`` and ``st``: the fit itself where :attr:`base`
@@ -286,11 +291,8 @@ class EvidenceProblem:
         full-rank ADVI; above, the best of mean-field ADVI, the Laplace Gaussian and (up to
         :data:`FULLRANK_TRY_MAX_DIM`) full-rank ADVI. The mode search runs first: a one-mode
         posterior that its Laplace Gaussian fits is not fitted (``laplace_first=True``).
-
-        Funnels are a small-model matter: with few data per group the posterior reaches
-        into the neck, which no fitted base covers. Large centred models are usually
-        data-rich (the radon intercepts, 89 dimensions: ADVI base +0.016 +- 0.033), and
-        annealing their many observations from the prior takes minutes."""
+        Funnels are a small-model matter: few data per group reach into the neck, which no
+        fitted base covers; large centred models are usually data-rich."""
         small = self.space.ndim <= FULLRANK_MAX_DIM
         funnels = centred_scales(self.model) if small else ()
         if funnels:
@@ -309,8 +311,7 @@ class EvidenceProblem:
     def _warn_fitted_funnel(self, what: str) -> None:
         """Warn when a small model keeps a funnel (a centred scale) and the base is a fit:
         the tempered paths start in the funnel's mouth and their kernels do not reach the
-        neck (eight schools as written, full-rank ADVI base: ``smc`` 0.13-0.20 nats low,
-        up to 8 se, over seeds 1, 2 and 404), which no per-run diagnostic shows reliably."""
+        neck (``docs/hard_models``), which no per-run diagnostic shows reliably."""
         small = self.space.ndim <= FULLRANK_MAX_DIM
         funnels = centred_scales(self.model) if small else ()
         if funnels:

@@ -2,8 +2,11 @@
 
 The accuracy rule lives in ``_accuracy.py`` (importable as ``from _accuracy import
 assert_log_z``, since pytest puts ``tests/`` on ``sys.path``); the fixture below hands the
-same function to tests that prefer fixtures.
+same function to tests that prefer fixtures. ``dask_executor`` is a local Dask cluster's
+executor, one per test module.
 """
+
+import logging
 
 import pytest
 from _accuracy import assert_log_z as _assert_log_z
@@ -42,3 +45,21 @@ def tiny():
         pm.Normal("y", mu, 1.0, observed=np.array([0.5, -0.2]))
     base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
     return model, base, batched_log_densities(model, base)
+
+
+@pytest.fixture(scope="module")
+def dask_executor():
+    """A local Dask cluster's executor (two worker processes, one thread each), for the
+    tests of ``executor=``; skipped without ``dask.distributed``."""
+    distributed = pytest.importorskip("dask.distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client.get_executor()

@@ -9,7 +9,6 @@ that already runs the Dask client's threads is what Python warns against.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import tempfile
 import warnings
@@ -41,22 +40,6 @@ def systems():
 @pytest.fixture(scope="module")
 def sequential(systems):
     return pme.compare_models({name: s.model for name, s in systems.items()}, **SETTINGS)
-
-
-@pytest.fixture(scope="module")
-def dask_executor():
-    distributed = pytest.importorskip("dask.distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield client.get_executor()
 
 
 def test_sequential_table(sequential, systems):

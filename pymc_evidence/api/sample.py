@@ -23,7 +23,7 @@ from ..results.assemble import add_messages, assemble_results
 from ..results.model_data import as_written
 from .discrete import with_discrete_draws
 from .exact import exact_evidence
-from .sampling_checks import check_sampling, with_log_likelihood
+from .sampling_checks import check_executor_use, check_sampling, with_log_likelihood
 
 __all__ = ["sample_evidence"]
 
@@ -55,6 +55,7 @@ def sample_evidence(
     compile_kwargs: dict | None = None,
     idata_kwargs: dict | None = None,
     backend: str | None = None,
+    executor=None,
     **method_options,
 ):
     """Estimate the marginal likelihood ``log Z = log p(y | model)`` with a standard error.
@@ -142,6 +143,12 @@ def sample_evidence(
         threads of this process (a process that ran JAX cannot be forked; the estimate is
         the same for any ``cores``). NUTS runs are unaffected: use
         ``nuts_sampler="numpyro"`` or ``"blackjax"`` (or nutpie) for them.
+    executor : concurrent.futures.Executor, optional
+        Where the independent runs of ``smc``/``arm`` go, one task a run: a Dask client's
+        ``client.get_executor()``, Ray's, a process pool (see ``docs/distributed.rst``).
+        The base is fitted and the schedule set here; each worker prepares the model again
+        and compiles its density once. The estimate is the same as without it for the same
+        seed. None (default): here, in up to ``cores`` processes.
     **method_options
         For every method: ``potentials`` (``"likelihood"`` to accept ``pm.Potential``
         terms as part of the likelihood) and ``reparam`` (``"auto"``, default: integrate
@@ -256,6 +263,7 @@ def sample_evidence(
         tune=tune,
         chains=chains,
         cores=cores,
+        executor=executor,
         progressbar=progressbar,
         nuts_sampler=nuts_sampler,
         target_accept=target_accept,
@@ -265,6 +273,7 @@ def sample_evidence(
         idata_kwargs=idata_kwargs,
     )
     check_sampling(specs, sampling)
+    check_executor_use(executor, specs)
     exact = exact_evidence(model, method_options.get("potentials"))
     if exact is not None:
         return exact

@@ -13,9 +13,11 @@ import pymc as pm
 import xarray as xr
 
 from ..compat import get_group, group_names, set_group
+from ..methods import REGISTRY
+from ..methods._remote import check_executor
 from ..nuts import NUTS_ARGS
 
-__all__ = ["check_sampling", "with_log_likelihood"]
+__all__ = ["check_executor_use", "check_sampling", "with_log_likelihood"]
 
 _SIZES = ("draws", "tune", "chains")
 _PARTICLE_SIZES = {
@@ -48,6 +50,26 @@ def check_sampling(specs, sampling) -> None:
         raise ValueError(
             f"method(s) {steps} run this package's step methods inside PyMC's own sampler; "
             f"nuts_sampler={sampling.nuts_sampler!r} cannot run them (use 'pymc' or leave it None)"
+        )
+
+
+def check_executor_use(executor, specs) -> None:
+    """Refuse an ``executor`` that is not one, or that no method of the call would use.
+
+    Raises
+    ------
+    TypeError
+        ``executor`` has no ``submit`` method.
+    ValueError
+        No method of the call sends its runs to an executor.
+    """
+    check_executor(executor)
+    if executor is not None and not any(spec.distributes for spec in specs):
+        users = [name for name, spec in REGISTRY.items() if spec.distributes]
+        raise ValueError(
+            f"executor= takes the independent runs of {users}; method(s) "
+            f"{[s.name for s in specs]} have none to send (to run many models or seeded "
+            "replicas on an executor, use pme.compare_models(..., executor=...))"
         )
 
 

@@ -82,6 +82,8 @@ class MethodSpec:
         ``chains`` and the NUTS arguments are refused), ``"any"`` (through
         :func:`~pymc_evidence.nuts.run_nuts`, every backend) or ``"step"`` (a PyMC step
         method of this package: PyMC's sampler only).
+    distributes : bool
+        Whether its independent runs go to ``sample_evidence``'s ``executor``.
     """
 
     name: str
@@ -92,6 +94,7 @@ class MethodSpec:
     check: Callable | None = None
     nuts: str = "none"
     ready: Callable | None = None
+    distributes: bool = False
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""

@@ -13,7 +13,7 @@ the step that would have counted it in full.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -23,6 +23,7 @@ from ..engines.smc import STAGE_KEYS, SMCSettings, run_resample_move
 from ..estimators.smc import smc_log_evidence
 from ..progress import smc_progress
 from ._particles import run_checks
+from ._remote import remote_job, submit_runs
 from ._runs import map_runs
 from ._spec import MethodResult, MethodSpec
 
@@ -197,6 +198,20 @@ def _pilot_schedule(problem, density, settings, n_particles, callback):
     return info
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One run from fresh base draws: ``_Run(...)(problem, density, seed, callback)``
+    (a value, so that it pickles to an executor's worker)."""
+
+    settings: SMCSettings
+    n_particles: int
+
+    def __call__(self, problem, density, seed, callback):
+        rng = np.random.default_rng(seed)
+        x0 = problem.base_draws(self.n_particles, rng)
+        return run_resample_move(density, x0, rng, self.settings, callback=callback)
+
+
 def _run(problem, options, method) -> MethodResult:
     settings = _settings(options, method, problem.space.ndim, problem.hyperparameters_only)
     n_particles = _n_particles(options, problem.hyperparameters_only)
@@ -212,19 +227,18 @@ def _run(problem, options, method) -> MethodResult:
             counts = info.counts  # the checks count the pilot with the runs
             bar.done(-1)
 
-        def run_one(index, seed, callback):
-            rng = np.random.default_rng(seed)
-            x0 = problem.base_draws(n_particles, rng)
-            return run_resample_move(density, x0, rng, settings, callback=callback)
-
-        runs = map_runs(
-            run_one,
-            seeds,
-            density,
-            cores=problem.sampling.cores,
-            callback_for=bar.callback_for,
-            on_done=bar.done,
-        )
+        job, executor = _Run(settings, n_particles), problem.sampling.executor
+        if executor is not None:
+            runs = submit_runs(remote_job(problem, job), seeds, executor, on_done=bar.done)
+        else:
+            runs = map_runs(
+                lambda index, seed, callback: job(problem, density, seed, callback),
+                seeds,
+                density,
+                cores=problem.sampling.cores,
+                callback_for=bar.callback_for,
+                on_done=bar.done,
+            )
     counts = sum((info.counts for _, info in runs), counts)
     est, layout = _estimate(method, runs, counts)
     x = np.stack([info.x for _, info in runs])
@@ -278,7 +292,14 @@ def _spec(name, description):
     def run(problem, options):
         return _run(problem, options, name)
 
-    return MethodSpec(name=name, description=description, run=run, options=_OPTIONS, check=_check)
+    return MethodSpec(
+        name=name,
+        description=description,
+        run=run,
+        options=_OPTIONS,
+        check=_check,
+        distributes=True,
+    )
 
 
 SMC_SPEC = _spec(
