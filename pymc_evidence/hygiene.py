@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import pymc as pm
 
+from .estimators.diagnostics import ModelWarning, warn_user
+
 __all__ = ["ModelHygieneError", "check_model", "is_discrete", "POTENTIAL_ROLES"]
 
 #: What a user may say a ``pm.Potential`` term is.
 POTENTIAL_ROLES = ("likelihood",)
 
 _IMPROPER_OPS = {"FlatRV", "HalfFlatRV"}
+#: LKJ priors, whose density PyMC 5 does not normalize (see :func:`check_model`).
+_LKJ_OPS = {"LKJCorrRV", "_LKJCholeskyCovRV", "LKJCholeskyCovRV"}
 
 
 def is_discrete(rv) -> bool:
@@ -81,6 +85,7 @@ def check_model(model: pm.Model, *, potentials: str | None = None, discrete: boo
                 "variables of finite support by itself, or sum it out in the model "
                 "(e.g. pm.Mixture)."
             )
+    _warn_unnormalized_lkj(model)
     if model.potentials and potentials is None:
         names = ", ".join(repr(p.name) for p in model.potentials)
         raise ModelHygieneError(
@@ -102,4 +107,23 @@ def check_model(model: pm.Model, *, potentials: str | None = None, discrete: boo
             f"Variables {scaled} use total_size (minibatch scaling). The scaled density is a "
             "stochastic estimate of the full-data likelihood, so log Z from it is meaningless. "
             "Build the model on the full data."
+        )
+
+
+def _warn_unnormalized_lkj(model: pm.Model) -> None:
+    """Warn on PyMC 5 when the model has an LKJ prior: PyMC 5's ``LKJCorr`` and
+    ``LKJCholeskyCov`` add the log normalizing constant where they should subtract it
+    (checked for ``n = 2`` at ``eta = 1, 2, 3.5``; PyMC 6 is right), so ``log Z`` of PyMC's
+    density is off from the normalized model's by twice that constant."""
+    if int(pm.__version__.split(".")[0]) >= 6:
+        return
+    names = [rv.name for rv in model.free_RVs if type(rv.owner.op).__name__ in _LKJ_OPS]
+    if names:
+        warn_user(
+            f"{names}: PyMC {pm.__version__}'s LKJ density is not normalized (its log "
+            "normalizing constant c enters with the wrong sign; PyMC 6 is right), so log Z "
+            "here is PyMC's density's, 2c above the normalized model's (n=2: c = (2 eta - 1) "
+            "log 2 + log B(eta, eta); eta=2: log(16/9) = 0.575 nats). Bayes factors between "
+            "models with the same LKJ prior are unaffected",
+            ModelWarning,
         )

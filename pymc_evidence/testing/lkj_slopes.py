@@ -29,7 +29,7 @@ from scipy import optimize, special, stats
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
 from pymc_evidence.testing.glmm import hessian
 
-__all__ = ["lkj_slope_hierarchy", "lkj_slope_log_z", "slope_log_lik"]
+__all__ = ["lkj_slope_hierarchy", "lkj_slope_log_z", "pymc_lkj_offset", "slope_log_lik"]
 
 #: Outer points evaluated at once (their ``(P, J, 2, 2)`` temporaries).
 CHUNK = 2000
@@ -77,8 +77,27 @@ def _log_f(y, x, eta: float):
     return log_f
 
 
+def pymc_lkj_offset(eta: float) -> float:
+    """What PyMC's density of an ``n = 2`` LKJ correlation adds to the normalized one: 0 on
+    PyMC 6; on PyMC 5 twice the log normalizing constant ``c = (2η - 1) log 2 + log B(η, η)``
+    (its ``LKJCorr`` and ``LKJCholeskyCov`` add ``c`` where they should subtract it: at
+    ``ρ = 0.3`` and ``η = 1, 2, 3.5`` they give ``+0.693, +0.193, -0.254`` against
+    ``-0.693, -0.382, -0.217``). A model's ``log Z`` as PyMC defines it is the normalized
+    one plus this.
+
+    Examples
+    --------
+    >>> round(pymc_lkj_offset(2.0), 4) in (0.0, 0.5754)   # log(16 / 9) on PyMC 5
+    True
+    """
+    if int(pm.__version__.split(".")[0]) >= 6:
+        return 0.0
+    return 2.0 * ((2.0 * eta - 1.0) * np.log(2.0) + special.betaln(eta, eta))
+
+
 def lkj_slope_log_z(y, x, eta: float = 2.0, points: int = 10) -> float:
-    """``log Z`` of :func:`lkj_slope_hierarchy`'s model for data ``y``, ``x`` (``(J, r)``)."""
+    """``log Z`` of :func:`lkj_slope_hierarchy`'s model for data ``y``, ``x`` (``(J, r)``),
+    its LKJ prior normalized (add :func:`pymc_lkj_offset` for the model PyMC defines)."""
     log_f = _log_f(y, x, eta)
     mode = optimize.minimize(lambda p: -log_f(p), [np.log(0.5), np.log(0.5), 0.0],
                              method="Nelder-Mead",
@@ -161,6 +180,7 @@ def lkj_slope_hierarchy(
     log_z = float("nan")
     if exact:
         log_z = lkj_slope_log_z(y.reshape(J, rows), x.reshape(J, rows), eta)
+        log_z += pymc_lkj_offset(eta)  # the model as this PyMC writes its density
     return AnalyticModel(
         name=f"lkj_slope_hierarchy_{J}",
         model=model,
