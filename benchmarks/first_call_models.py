@@ -15,6 +15,8 @@ import numpy as np
 import pymc as pm
 from scipy import integrate, special, stats
 
+from pymc_evidence.testing.lkj_slopes import pymc_lkj_offset
+
 # ------------------------------------------------------------------------------------------
 # Regressions
 
@@ -225,7 +227,8 @@ def lkj_cholesky(n: int = 30, eta: float = 2.0, s0: float = 2.0):
         + np.log1p(-(r**2))
     )
     log_f = log_prior + _bivariate_log_lik_mu_integrated(Y, s1, s2, r, s0)
-    return model, _simpson3(log_f, a[1] - a[0], a[1] - a[0], t[1] - t[0])
+    log_z = _simpson3(log_f, a[1] - a[0], a[1] - a[0], t[1] - t[0])
+    return model, log_z + pymc_lkj_offset(eta)  # PyMC 5's LKJ density is not normalized
 
 
 def _simpson_weights(n):
