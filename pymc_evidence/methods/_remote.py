@@ -15,7 +15,6 @@ here, once); each worker pays one compilation of the density.
 
 from __future__ import annotations
 
-from concurrent.futures import as_completed
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -26,6 +25,7 @@ from threadpoolctl import threadpool_limits
 from ..base._compile import current_backend, exact_float_math, use_backend, without_tracebacks
 from ..base.jax_rows import jax_started
 from ..problem import EvidenceProblem
+from ._runs import collect
 
 __all__ = ["RemoteJob", "RunRecipe", "check_executor", "remote_job", "submit_runs"]
 
@@ -132,13 +132,7 @@ def submit_runs(remote: RemoteJob, seeds, executor, on_done=None) -> list:
     """``[remote(seed) for seed in seeds]`` on ``executor``, in the order of ``seeds``;
     ``on_done(index)`` as each run comes back."""
     futures = {executor.submit(remote, seed): i for i, seed in enumerate(seeds)}
-    results = [None] * len(futures)
-    for future in as_completed(futures):
-        i = futures[future]
-        results[i] = future.result()
-        if on_done:
-            on_done(i)
-    return results
+    return collect(futures, on_done)
 
 
 @lru_cache(maxsize=1)

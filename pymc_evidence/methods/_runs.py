@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from ..base.jax_rows import jax_started
 
-__all__ = ["map_runs", "n_threads", "n_workers"]
+__all__ = ["collect", "map_runs", "n_threads", "n_workers"]
 
 #: The job the forked workers run (``run_one``: a closure, which cannot be pickled; forked
 #: workers inherit it), set just before they start.
@@ -68,17 +68,23 @@ def n_threads(cores: int | None, n_runs: int, density=None) -> int:
 def _in_threads(run_one, seeds, threads, callback_for, on_done) -> list:
     """The runs in ``threads`` threads, each with its own progress callback; BLAS limited
     to one thread for all of them (set once: threadpoolctl's limits are process-wide)."""
-    results = [None] * len(seeds)
     with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {
             pool.submit(run_one, i, seed, callback_for(i) if callback_for else None): i
             for i, seed in enumerate(seeds)
         }
-        for future in as_completed(futures):
-            i = futures[future]
-            results[i] = future.result()
-            if on_done:
-                on_done(i)
+        return collect(futures, on_done)
+
+
+def collect(futures: dict, on_done=None) -> list:
+    """The results of ``futures`` (future to index ``0..n-1``) in index order, waiting for
+    them as they complete; ``on_done(index)`` as each comes back."""
+    results = [None] * len(futures)
+    for future in as_completed(futures):
+        i = futures[future]
+        results[i] = future.result()
+        if on_done:
+            on_done(i)
     return results
 
 
@@ -126,18 +132,13 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
                 on_done(i)
         return out
     _JOB = run_one
-    results = [None] * len(seeds)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
                 futures = {pool.submit(_call, i, seed): i for i, seed in enumerate(seeds)}
-                for future in as_completed(futures):
-                    i = futures[future]
-                    results[i] = future.result()
-                    if on_done:
-                        on_done(i)
+                results = collect(futures, on_done)
     finally:
         _JOB = None
     return results
