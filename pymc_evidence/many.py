@@ -28,6 +28,7 @@ import pymc as pm
 from threadpoolctl import threadpool_limits
 
 from .api import log_evidence, sample_evidence
+from .api.bambi_models import is_bambi_model
 from .compare import LOG_Z_COLUMNS, compare, log_prior_probs
 from .estimators.diagnostics import EvidenceWarning, warn_user
 from .estimators.pooling import pool_replicas
@@ -93,13 +94,20 @@ class ModelComparison:
         return f"<p>{escape(self._title())}</p>{table}{note}" + (errors and f"<ul>{errors}</ul>")
 
 
+def _is_model(obj) -> bool:
+    """A model :func:`~pymc_evidence.sample_evidence` takes: PyMC's or bambi's."""
+    return isinstance(obj, pm.Model) or is_bambi_model(obj)
+
+
 def _load(payload):
     """The model of a task: unpickle bytes, call a builder."""
     if isinstance(payload, bytes):
         payload = cloudpickle.loads(payload)
-    model = payload if isinstance(payload, pm.Model) else payload()
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"the model builder returned {type(model).__name__}, not a pm.Model")
+    model = payload if _is_model(payload) else payload()
+    if not _is_model(model):
+        raise TypeError(
+            f"the model builder returned {type(model).__name__}, not a pm.Model or bambi.Model"
+        )
     return model
 
 
@@ -136,10 +144,10 @@ def _payloads(models: Mapping, pickled: bool) -> dict:
         raise ValueError("models is empty; pass at least one model")
     out = {}
     for name, model in models.items():
-        if not (isinstance(model, pm.Model) or callable(model)):
+        if not (_is_model(model) or callable(model)):
             raise TypeError(
-                f"model {name!r} is a {type(model).__name__}: expected a pm.Model or a "
-                "function that returns one"
+                f"model {name!r} is a {type(model).__name__}: expected a pm.Model, a "
+                "bambi.Model or a function that returns one"
             )
         if not pickled:
             out[name] = model
@@ -270,8 +278,9 @@ def compare_models(
     Parameters
     ----------
     models : dict
-        Model name to a ``pm.Model``, or to a function without arguments that builds one
-        (for models that do not pickle, or are cheaper to build where they run).
+        Model name to a ``pm.Model`` or a ``bambi.Model`` (each result's posterior then
+        in bambi's names), or to a function without arguments that builds one (for models
+        that do not pickle, or are cheaper to build where they run).
     method : str or list of str
         As in :func:`~pymc_evidence.sample_evidence`.
     replicas : int, default 1

@@ -30,6 +30,7 @@ from .engines.batched import BatchedDensity, batched_log_densities
 from .estimators.diagnostics import BaseFitWarning, warn_user
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
+from .results.model_data import dims_of
 from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
 from .transforms.group_pair_effects import GroupPairOut
@@ -376,7 +377,7 @@ class EvidenceProblem:
         data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
         for i, var in enumerate(outputs):
             values = np.asarray(rows[i]).reshape((n_chain, n_draw) + np.shape(rows[i])[1:])
-            dims = _dims_of(model, var.name, values.ndim - 2)
+            dims = dims_of(model, var.name, values.shape[2:])
             data[var.name] = (("chain", "draw") + dims, values)
             for dim in dims:
                 if dim in model.coords and model.coords[dim] is not None:
@@ -391,10 +392,3 @@ def group_names_safe(obj) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _dims_of(model: pm.Model, name: str, ndim: int) -> tuple:
-    dims = tuple(model.named_vars_to_dims.get(name, ()) or ())
-    if len(dims) != ndim:
-        dims = tuple(f"{name}_dim_{i}" for i in range(ndim))
-    return dims

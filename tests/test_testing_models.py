@@ -471,3 +471,32 @@ def test_gaussian_shells_truth_by_importance_sampling():
     log_mass = special.logsumexp(log_w) - np.log(n)
     truth = np.log(2) + log_mass - d * np.log(12.0)
     assert system.log_z == pytest.approx(truth, abs=2e-3)  # the draws' se is 3e-4
+
+
+def test_bambi_random_intercept_truth_against_dense_covariance():
+    """:func:`random_intercept_truth` (group blocks, Woodbury, composite rule with the
+    ``tau`` axis closed at zero) against the dense covariance ``sigma² I + tau² Z Zᵀ + X S
+    Xᵀ`` with :mod:`scipy.stats`, integrated by scipy's ``dblquad`` over ``(sigma, tau)``:
+    unequal groups, a predictor far from zero."""
+    from pymc_evidence.testing.bambi_truth import random_intercept_truth
+
+    rng = np.random.default_rng(4)
+    g = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 4, 4])
+    x = rng.normal(size=g.size) + 1.5
+    y = 0.5 + x + rng.normal(0.0, 0.6, 5)[g] + 0.8 * rng.normal(size=g.size)
+    priors = {"Intercept": [0.7, 2.0], "x": [0.0, 1.5], "sigma": [4.0, 1.2],
+              "1|g_sigma": [0.0, 1.5]}  # fmt: skip
+    X = np.stack([np.ones_like(x), x - x.mean()], 1)
+    Z = np.eye(5)[g]
+    mean = X @ [0.7, 0.0]
+
+    def density(tau, sig):
+        cov = sig**2 * np.eye(g.size) + tau**2 * Z @ Z.T + X @ np.diag([4.0, 2.25]) @ X.T
+        log_p = stats.multivariate_normal.logpdf(y, mean, cov, allow_singular=True)
+        log_p += stats.halfnorm.logpdf(tau, scale=1.5) + np.log(2.0)
+        return np.exp(log_p + stats.t.logpdf(sig, df=4.0, scale=1.2) + 20.0)
+
+    # sigma from 1e-4: below it the density is below 1e-30 of its peak
+    value, _ = integrate.dblquad(density, 1e-4, 30.0, 0.0, 30.0, epsabs=0, epsrel=1e-9)
+    exact = math.log(value) - 20.0
+    assert random_intercept_truth(y, x, g, priors).log_z == pytest.approx(exact, abs=1e-6)

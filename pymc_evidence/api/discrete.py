@@ -19,6 +19,7 @@ from pytensor.graph.traversal import ancestors
 from ..base._compile import no_jit_mode, without_tracebacks
 from ..base.space import model_space
 from ..compat import get_group, group_names, set_group
+from ..results.model_data import dims_of
 
 __all__ = ["with_discrete_draws"]
 
@@ -39,7 +40,7 @@ def with_discrete_draws(result, problem):
     data = {}
     for name, value in draws.items():
         value = value.reshape(lead + value.shape[1:])
-        data[name] = (("chain", "draw") + _dims(source, name, value.ndim - 2), value)
+        data[name] = (("chain", "draw") + dims_of(source, name, value.shape[2:]), value)
     post = post.assign(data)
     post = _recomputed_deterministics(post, source, summed.names)
     set_group(result, "posterior", post)
@@ -68,13 +69,6 @@ def _draws(summed, space, x: np.ndarray, rng) -> dict:
             rows = np.concatenate([rows, rng.standard_normal((len(rows), extra))], axis=1)
         parts.append(summed.draw([np.asarray(r) for r in tables(rows)], rng))
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-
-
-def _dims(source: pm.Model, name: str, ndim: int) -> tuple:
-    """The dims of ``name`` in ``source`` beyond chain and draw (``{name}_dim_i`` when it
-    has none of that number)."""
-    dims = tuple(source.named_vars_to_dims.get(name, ()) or ())
-    return dims if len(dims) == ndim else tuple(f"{name}_dim_{i}" for i in range(ndim))
 
 
 def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.Dataset:
@@ -111,5 +105,5 @@ def _vectorized(post: xr.Dataset, source: pm.Model, stale: list) -> dict:
     out = {}
     for name, value in zip(stale, rows, strict=True):
         value = np.asarray(value).reshape(x.shape[:-1] + np.shape(value)[1:])
-        out[name] = (("chain", "draw") + _dims(source, name, value.ndim - 2), value)
+        out[name] = (("chain", "draw") + dims_of(source, name, value.shape[2:]), value)
     return out

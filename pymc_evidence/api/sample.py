@@ -21,6 +21,7 @@ from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
 from ..results.model_data import as_written
+from .bambi_models import bambi_posterior, is_bambi_model, pymc_model_of
 from .discrete import with_discrete_draws
 from .exact import exact_evidence
 from .sampling_checks import check_executor_use, check_sampling, with_log_likelihood
@@ -62,9 +63,11 @@ def sample_evidence(
 
     Parameters
     ----------
-    model : pm.Model, optional
+    model : pm.Model or bambi.Model, optional
         Taken from the context when omitted. Needs proper priors and continuous free
-        variables (see :func:`pymc_evidence.check_model`).
+        variables (see :func:`pymc_evidence.check_model`). A bambi model is built if it
+        was not, and the posterior returned is as its ``fit()`` returns it (bambi's names,
+        no offsets or ``mu``, the intercept of its centred predictors moved back).
     method : str or list of str
         One of ``"ct"``, ``"gibbs_ct"``, ``"st"``, ``"ais"``, ``"rais"``, ``"bar"``,
         ``"lis"``, ``"smc"``, ``"arm"``, ``"bridge"`` (:data:`pymc_evidence.METHODS`).
@@ -155,7 +158,7 @@ def sample_evidence(
         Gaussian latents of a Gaussian likelihood out, such as the values of a
         ``pm.gp.Latent`` with Gaussian noise, see
         :func:`pymc_evidence.transforms.gaussian_latent.integrate_gaussian_latent`, or a
-        hierarchy's group effects of 100 groups or more, group by group, see
+        hierarchy's group effects of 5 groups or more, group by group, see
         :func:`pymc_evidence.transforms.group_effects.integrate_group_effects`, and work
         on the non-centred form of centred location-scale variables, see
         :func:`pymc_evidence.transforms.reparametrize`; ``log Z`` is unchanged and the
@@ -274,9 +277,11 @@ def sample_evidence(
     )
     check_sampling(specs, sampling)
     check_executor_use(executor, specs)
+    bmb_model = model if is_bambi_model(model) else None
+    model = pymc_model_of(model)
     exact = exact_evidence(model, method_options.get("potentials"))
     if exact is not None:
-        return exact
+        return bambi_posterior(exact, bmb_model)
     with (
         use_backend(backend),
         threadpool_limits(limits=_ONE_BLAS_THREAD),
@@ -304,7 +309,8 @@ def sample_evidence(
         est = _combined([r.estimate for r in results])
         attrs["methods"] = ",".join(names)
         out = assemble_results(est, groups, layout={"chain_dim": "run"}, attrs=attrs)
-    return with_log_likelihood(with_discrete_draws(out, problem), problem)
+    out = with_log_likelihood(with_discrete_draws(out, problem), problem)
+    return bambi_posterior(out, bmb_model)
 
 
 def _backend_of(backend, compile_kwargs, specs):

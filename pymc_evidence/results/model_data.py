@@ -32,6 +32,18 @@ def _dataset(data: dict, coords: dict, dims: dict) -> xr.Dataset:
     return dict_to_dataset(data, library=pm, coords=coords, dims=dims, default_dims=[])
 
 
+def dims_of(model: pm.Model, name: str, shape: tuple) -> tuple:
+    """The dims of a draw of ``name`` of ``shape`` (beyond chain and draw): the model's, where
+    their number and sizes match the draw; else ``{name}_dim_i`` (bambi's intercept-only
+    ``mu`` has the rows' dim but one element)."""
+    dims = tuple(model.named_vars_to_dims.get(name, ()) or ())
+    sizes = [len(model.coords[d]) if model.coords.get(d) is not None else n
+             for d, n in zip(dims, shape, strict=False)]  # fmt: skip
+    if len(dims) != len(shape) or sizes != list(shape):
+        dims = tuple(f"{name}_dim_{i}" for i in range(len(shape)))
+    return dims
+
+
 def model_data_groups(model: pm.Model) -> dict[str, xr.Dataset]:
     """``observed_data`` and ``constant_data`` of ``model``, as :func:`pymc.sample` writes
     them (a group is left out when the model has nothing for it).

@@ -28,6 +28,7 @@ from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
 from pymc_evidence.testing.glmm import hessian
+from pymc_evidence.testing.quadrature import box_rule
 
 __all__ = ["lkj_slope_hierarchy", "lkj_slope_log_z", "pymc_lkj_offset", "slope_log_lik"]
 
@@ -111,29 +112,10 @@ def lkj_slope_log_z(y, x, eta: float = 2.0, points: int = 10) -> float:
 
 
 def _box(log_f, mode, sd, width, points) -> float:
-    """A product of composite Gauss-Legendre rules over ``mode ± width sd``, each axis cut at
-    ``mode ± 2 sd`` so that the peak has its own segment (the correlation's axis clipped to
-    ``|atanh ρ| < 12``), each log scale's axis extended down to a scale of zero by a rule in
-    the scale itself: there a log scale's density is the scale times a smooth function of it,
-    so a rule in ``s`` over ``[0, exp(lo)]`` converges, where one in ``log s`` would follow an
-    exponential over an unbounded segment."""
-    x, w = np.polynomial.legendre.leggauss(points)
-    axes = []
-    for i, (m, s) in enumerate(zip(mode, sd, strict=True)):
-        cuts = np.array([m - width * s, m - 2.0 * s, m + 2.0 * s, m + width * s])
-        if i == 2:
-            cuts = np.clip(cuts, -12.0, 12.0)
-        lo, hi = cuts[:-1], cuts[1:]
-        nodes = (lo[:, None] + 0.5 * (hi - lo)[:, None] * (x + 1.0)).ravel()
-        weights = (0.5 * (hi - lo)[:, None] * w).ravel()
-        if i < 2:
-            scale = 0.5 * np.exp(cuts[0]) * (x + 1.0)  # the rule in s on [0, exp(lo)]: dt = ds / s
-            nodes = np.concatenate([np.log(scale), nodes])
-            weights = np.concatenate([0.5 * np.exp(cuts[0]) * w / scale, weights])
-        axes.append((nodes, weights))
-    grid = np.stack(np.meshgrid(*(n for n, _ in axes), indexing="ij"), axis=-1)
-    log_w = sum(np.log(wk).reshape([-1 if i == k else 1 for i in range(3)])
-                for k, (_, wk) in enumerate(axes))  # fmt: skip
+    """``log Z`` by :func:`~pymc_evidence.testing.quadrature.box_rule` over ``mode ± width
+    sd``: the two log scales closed to a scale of zero, the correlation's axis clipped to
+    ``|atanh ρ| < 12``."""
+    grid, log_w = box_rule(mode, sd, width, points, log_scales=(0, 1), clip={2: 12.0})
     return float(special.logsumexp(log_f(grid) + log_w))
 
 
