@@ -22,6 +22,7 @@ from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results.schema import log_evidence
 
+from .compare_table import ComparisonTable
 from .estimators.diagnostics import warn_user
 
 __all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
@@ -220,9 +221,10 @@ def compare(
 
     Returns
     -------
-    pandas.DataFrame
-        Indexed by model name (index name ``"model"``), sorted best to worst by ``log_z``,
-        with columns
+    ComparisonTable
+        A :class:`pandas.DataFrame` that prints rounded, with a sentence naming the
+        favoured model (:class:`~pymc_evidence.compare_table.ComparisonTable`). Indexed by
+        model name (index name ``"model"``), sorted best to worst by ``log_z``, with columns
 
         - ``log_z``, ``se``, ``method``: the estimates;
         - ``d_log_z``: best ``log_z`` minus this one (>= 0), ``d_log_z_se`` its standard
@@ -276,7 +278,9 @@ def compare(
         },
         index=pd.Index(probs.names, name="model"),
     )
-    return table.sort_values("log_z", ascending=False, kind="stable")[LOG_Z_COLUMNS]
+    return ComparisonTable(
+        table.sort_values("log_z", ascending=False, kind="stable")[LOG_Z_COLUMNS]
+    )
 
 
 class _Probabilities(NamedTuple):

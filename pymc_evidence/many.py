@@ -80,7 +80,7 @@ class ModelComparison:
     def __repr__(self) -> str:
         note = f"\n{self.note}" if self.note else ""
         errors = "".join(f"\n{name}: {text}" for name, text in self.errors.items())
-        return f"{self._title()}\n{self.table.drop(columns='error').to_string()}{note}{errors}"
+        return f"{self._title()}\n{self.table.drop(columns='error')!r}{note}{errors}"
 
     def _repr_html_(self) -> str:
         from html import escape

@@ -36,6 +36,7 @@ LAYERS = {
     "methods": 7,
     "api": 8,
     "compare": 9,
+    "compare_table": 9,
     "many": 9,
     "plots": 9,
 }

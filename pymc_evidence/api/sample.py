@@ -14,6 +14,7 @@ from ..base._compile import (
     without_tracebacks,
 )
 from ..base.batched_logp import backend_used
+from ..compat import get_group, set_group
 from ..estimators.pooling import cross_check
 from ..estimators.record import with_se_floor
 from ..methods import get_method, resolve_options
@@ -74,8 +75,8 @@ def sample_evidence(
         A list (e.g. ``["smc", "bridge"]``) is a cross-check: every method runs on the
         same problem (one base fit, one NUTS run), and the result holds their
         inverse-variance weighted combination (se widened by the Birge ratio when they
-        scatter more than their errors allow; per-method values on the ``run`` dim, names
-        in the ``methods`` attribute), with an :class:`~pymc_evidence.EvidenceWarning`
+        scatter more than their errors allow; per-method values on the ``run`` dim, whose
+        ``method`` coordinate names them), with an :class:`~pymc_evidence.EvidenceWarning`
         when two disagree by more than 3 combined se. Each method's own warnings concern
         its own estimate and are emitted as it finishes.
         ``"ct"``: joint continuous tempering (Graham & Storkey 2017), NUTS on the model
@@ -309,6 +310,8 @@ def sample_evidence(
         est = _combined([r.estimate for r in results])
         attrs["methods"] = ",".join(names)
         out = assemble_results(est, groups, layout={"chain_dim": "run"}, attrs=attrs)
+        group = get_group(out, "log_evidence")  # each run labelled by its method
+        set_group(out, "log_evidence", group.assign_coords(method=("run", names)))
     out = with_log_likelihood(with_discrete_draws(out, problem), problem)
     return bambi_posterior(out, bmb_model)
 

@@ -4,20 +4,20 @@ Data variables of the group (an :class:`xarray.Dataset`), all ``float64``:
 
 * ``log_marginal_likelihood``, ``log_marginal_likelihood_se`` -- dims ``()``: log Z and its SE.
 * ``log_marginal_likelihood_chain``, ``log_marginal_likelihood_chain_se`` -- dims ``(chain,)``
-  (or ``(run,)`` for independent runs), with an integer coordinate ``0 .. n-1``.
+  (or ``(run,)`` for independent runs), with an integer coordinate ``0 .. n-1`` (a
+  cross-check's runs also a string coordinate ``method``, the one non-numeric variable).
 * ``diag_<name>`` -- dims ``()``: one per scalar diagnostic. Data variables rather than
   attributes: floats (NaN included) survive netCDF exactly and stay visible to xarray tools.
 * ``<name>`` from ``chain_values`` -- ``(chain,)``; from ``stage_values`` -- ``(stage,)`` or
-  ``(chain, stage)`` (beta ladder, increments, ESS, ...); from ``extra_dims`` -- as given.
-  Ragged inputs (lists of 1-D arrays of different lengths) are NaN-padded to a rectangle.
+  ``(chain, stage)`` (ladder, increments, ESS, ...); ``extra_dims`` as given; ragged
+  inputs NaN-padded.
 
 Attributes: ``method``, ``library_version``, ``created_at`` (ISO 8601, UTC) -- str;
 ``schema_version``, ``n_warnings`` -- int; ``warnings`` -- one str, the messages joined by
 ``"\\n"`` (newlines inside a message become spaces). h5netcdf does not round-trip lists of
 strings (a one-element list reads back as a str, an empty one as a float array), hence one
-string plus a count. Estimator settings passed as ``attrs`` sit next to these, restricted to
-netCDF-safe values: str, int, float (bool becomes 0/1), 1-D numeric arrays (a length-1 array
-reads back as a scalar).
+string plus a count. Estimator settings passed as ``attrs`` sit next to these, as netCDF-safe
+values: str, int, float (bool as 0/1), 1-D numeric arrays (length 1 reads back a scalar).
 """
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def validate_log_evidence(ds: xr.Dataset) -> None:
         If ``ds`` is not a Dataset.
     ValueError
         Listing every violation found: missing or mis-shaped core variables, non-numeric
-        (e.g. object or string) dtypes, non-scalar diagnostics, missing or unsafe attributes.
+        dtypes (but a coordinate's labels), non-scalar diagnostics, unsafe attributes.
 
     Examples
     --------
@@ -307,11 +307,11 @@ def validate_log_evidence(ds: xr.Dataset) -> None:
             problems.append(f"missing variable {name!r}")
         elif ds[name].ndim != expected or (expected and ds[name].dims[0] not in CHAIN_DIMS):
             problems.append(f"{name!r} has dims {ds[name].dims}; expected {expected}-D")
-    chain_dims = {ds[name].dims for name in (CHAIN_LOG_Z, CHAIN_LOG_Z_SE) if name in ds}
-    if len(chain_dims) > 1:
+    if len({ds[name].dims for name in (CHAIN_LOG_Z, CHAIN_LOG_Z_SE) if name in ds}) > 1:
         problems.append(f"{CHAIN_LOG_Z!r} and {CHAIN_LOG_Z_SE!r} have different dims")
     for name, var in ds.variables.items():
-        if var.dtype.kind not in _NUMERIC_KINDS:
+        labels = name in ds.coords and var.dtype.kind in "UO" and var.ndim == 1  # methods
+        if var.dtype.kind not in _NUMERIC_KINDS and not labels:
             problems.append(f"variable {name!r} has non-numeric dtype {var.dtype}")
         elif str(name).startswith(DIAG_PREFIX) and var.ndim != 0:
             problems.append(f"diagnostic {name!r} must be a scalar, has dims {var.dims}")

@@ -1,0 +1,88 @@
+""":func:`~pymc_evidence.compare`'s table as it prints: every column, rounded, and a sentence
+that says which model the data favour, by how much, and what the signs mean.
+
+A :class:`pandas.DataFrame` subclass, so that everything a user does with a data frame
+works on it (selection, sorting, ``to_csv``); only its ``print`` and notebook display
+change. A slice without the comparison's columns prints as a plain frame.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ComparisonTable"]
+
+_NEEDED = ("log_z", "se", "log_bf", "post_prob", "prior_prob")
+
+
+def _number(value: float) -> str:
+    """Three decimals; an se below that precision as ``<0.001``."""
+    if not np.isfinite(value):
+        return str(value)
+    return "<0.001" if 0 < abs(value) < 5e-4 else f"{value:.3f}"
+
+
+class ComparisonTable(pd.DataFrame):
+    """The models compared, best first: a data frame that prints rounded, with a sentence.
+
+    Examples
+    --------
+    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence import compare
+    >>> table = compare({"a": EvidenceEstimate(-10.0, 0.02, "smc"),
+    ...                  "b": EvidenceEstimate(-12.0, 0.03, "smc")})
+    >>> print(table.summary())  # doctest: +NORMALIZE_WHITESPACE
+    The data favour 'a' over 'b' by log BF 2.000 ± 0.036 (BF 7.39); posterior probability
+    of 'a' 0.881 ± 0.004 under equal prior probabilities. d_log_z is the best model's log Z
+    minus each model's (>= 0); log_bf each model's minus the best's (<= 0).
+    """
+
+    @property
+    def _constructor(self):
+        return ComparisonTable
+
+    def _shown(self) -> pd.DataFrame:
+        """The frame with its numbers as printed."""
+        shown = pd.DataFrame(self).copy()
+        for column in shown.columns:
+            if pd.api.types.is_float_dtype(shown[column]):
+                shown[column] = [_number(v) for v in shown[column]]
+        return shown
+
+    def summary(self) -> str:
+        """One sentence: the best model, its log Bayes factor over the next one, its
+        posterior probability, and the columns' sign conventions."""
+        if not set(_NEEDED) <= set(self.columns) or len(self) == 0:
+            return ""
+        names = [str(name) for name in self.index]
+        best = self.iloc[0]
+        if len(self) == 1:
+            head = f"One model, '{names[0]}': log Z {best.log_z:.3f} ± {best.se:.3f}."
+        else:
+            second = self.iloc[1]
+            log_bf = best.log_z - second.log_z
+            se = float(np.hypot(best.se, second.se))
+            priors = self["prior_prob"].to_numpy(dtype=float)
+            prior = "equal prior probabilities" if np.ptp(priors) < 1e-12 else "the given priors"
+            head = (
+                f"The data favour '{names[0]}' over '{names[1]}' by log BF {log_bf:.3f} ± "
+                f"{se:.3f} (BF {np.exp(log_bf):.3g}); posterior probability of '{names[0]}' "
+                f"{best.post_prob:.3f} ± {best.get('post_prob_se', np.nan):.3f} under {prior}."
+            )
+        return head + (
+            " d_log_z is the best model's log Z minus each model's (>= 0); log_bf each "
+            "model's minus the best's (<= 0)."
+        )
+
+    def __repr__(self) -> str:
+        if not set(_NEEDED) <= set(self.columns):
+            return pd.DataFrame(self).__repr__()
+        return f"{self._shown().to_string()}\n{textwrap.fill(self.summary(), 88)}"
+
+    def _repr_html_(self) -> str:
+        if not set(_NEEDED) <= set(self.columns):
+            return pd.DataFrame(self)._repr_html_()
+        return f"{self._shown().to_html()}<p>{self.summary()}</p>"
