@@ -224,6 +224,11 @@ def sample_evidence(
         the steps whose conditional ESS falls below ``arm_threshold``: on a schedule fixed
         in advance (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step
         ``target_ess`` (see :func:`pymc_evidence.engines.smc.run_resample_move`).
+        ``posterior_moves`` (``"auto"``: up to 5 HMC steps of every particle at ``beta = 1``
+        after the last reweighting, within what the stages spent on moves, so that the
+        posterior's tails are filled; an int: exactly that many, for a posterior of full
+        quality at that price; 0: none). The estimate's ``diagnostics["posterior_ess"]``
+        (printed with it) is the smallest effective sample size of the draws.
 
         For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
         ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
@@ -245,6 +250,27 @@ def sample_evidence(
         sampled, with ``ct_log_w0``/``ct_log_w1`` or the level weights), and methods that
         run NUTS its ``sample_stats``. The ``log_evidence`` group: read it with
         :func:`pymc_evidence.log_evidence`.
+
+    Raises
+    ------
+    ValueError
+        An unknown method (with the nearest name), an invalid option value, or a model a
+        method refuses (the message names the methods that accept it).
+    TypeError
+        An option no chosen method takes, NUTS arguments given to a method that runs no
+        NUTS, or an executor without ``submit``.
+    ModelHygieneError
+        An improper prior, ``pm.Potential`` terms without ``potentials=``, or a discrete
+        variable that cannot be summed out (:func:`pymc_evidence.check_model`).
+    BaseFitError
+        Every fit of the base failed; the message says what failed and what to try.
+
+    Warns
+    -----
+    EvidenceWarning
+        And its kinds (``ConvergenceWarning``, ``WeightWarning``, ``CrossCheckWarning``,
+        ``BaseFitWarning``, ``ModelWarning``, ``SamplingWarning``): an estimate whose
+        diagnostics say its se may not hold; the same messages are kept with the result.
 
     Examples
     --------

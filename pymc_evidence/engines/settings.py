@@ -162,6 +162,12 @@ class SMCSettings:
         ``i_max``: at most this many extra sets of ``R`` particles per stage.
     max_stages : int
         Error if the adaptive schedule needs more stages than this.
+    posterior_moves : int
+        HMC steps of every particle at ``beta = 1`` after the copies are moved apart, for
+        the posterior's tails (the evidence needs none): at most this many, and at most
+        ``posterior_budget`` times the particle moves the stages made, over the particles.
+    posterior_budget : float
+        See ``posterior_moves`` (``inf``: exactly ``posterior_moves``).
     """
 
     schedule: object = "adaptive"
@@ -179,6 +185,18 @@ class SMCSettings:
     arm_threshold: float = 0.7
     max_expansions: int = 3
     max_stages: int = 500
+    posterior_moves: int = 0
+    posterior_budget: float = float("inf")
+
+    def posterior_steps(self, stage_moves: int, n_particles: int) -> int:
+        """The full HMC steps at ``beta = 1``, given the stages' particle moves.
+
+        >>> SMCSettings(posterior_moves=5, posterior_budget=1.0).posterior_steps(3000, 1000)
+        3
+        """
+        if self.posterior_budget == float("inf"):
+            return self.posterior_moves
+        return min(self.posterior_moves, int(self.posterior_budget * stage_moves / n_particles))
 
     def checked_schedule(self) -> np.ndarray | None:
         """Validate the settings; the fixed schedule as an array (None when adaptive)."""
@@ -194,8 +212,8 @@ class SMCSettings:
             raise ValueError("n_leapfrog and n_moves must be >= 1, max_expansions >= 0")
         if self.max_moves < self.n_moves or not 0.0 <= self.decorrelation <= 1.0:
             raise ValueError("max_moves must be >= n_moves and decorrelation in [0, 1]")
-        if self.step_size <= 0:
-            raise ValueError("step_size must be positive")
+        if self.step_size <= 0 or self.posterior_moves < 0 or self.posterior_budget < 0:
+            raise ValueError("step_size must be positive, posterior_moves and _budget >= 0")
         if isinstance(self.schedule, str):
             if self.schedule != "adaptive":
                 raise ValueError(f"schedule must be 'adaptive' or an array, got {self.schedule!r}")

@@ -102,6 +102,8 @@ class SMCState:
     stage : int
         Reweighting stages done.
     done : bool
+    particle_moves : int
+        Particle moves (particles times HMC steps) the stages made.
     """
 
     particles: State
@@ -110,6 +112,7 @@ class SMCState:
     tuning: Tuning
     stage: int = 0
     done: bool = False
+    particle_moves: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,13 +172,17 @@ class ResampleMove:
         values["particle_moves"] = moved.particle_moves
         info = StageInfo(new_beta, acc, step_size, len(moved.acceptance), moved.counts, values)
         done = new_beta >= 1.0 and not self.finish
-        return SMCState(particles, log_w, new_beta, tuning, k + 1, done), info
+        total = state.particle_moves + moved.particle_moves
+        return SMCState(particles, log_w, new_beta, tuning, k + 1, done, total), info
 
     def _finish(self, rng, state: SMCState) -> tuple[SMCState, StageInfo]:
         """At ``beta = 1``: resample to equal weights (if needed), then move the copies
         resampling made until they have moved apart (:meth:`~.smc_kernel.Kernel.refresh`);
         a particle drawn once keeps its place (it already follows the posterior), so equal
-        weights move nothing."""
+        weights move nothing. Then ``posterior_moves`` steps of every particle, within the
+        budget (:meth:`~.settings.SMCSettings.posterior_steps`): the particles a stage
+        weighted follow the posterior in expectation, but its tails, where a few particles
+        carry large weights, are short of draws."""
         particles, log_w, tuning = state.particles, state.log_w, state.tuning
         n, moved, copies = log_w.size, Moved(), np.zeros(0, dtype=int)
         if np.ptp(log_w) > 0:
@@ -189,6 +196,10 @@ class ResampleMove:
                 rng, take(particles, copies), 1.0, tuning, rows=n
             )
             particles = put(particles, copies, part)
+        extra = self.moves.settings.posterior_steps(state.particle_moves, n)
+        if extra:
+            particles, tuning, more = self.moves.steps(rng, particles, 1.0, tuning, extra)
+            moved = moved + more
         acc = float(np.mean(moved.acceptance)) if moved.acceptance else np.nan
         values = {"particle_moves": moved.particle_moves}
         info = StageInfo(1.0, acc, step_size, len(moved.acceptance), moved.counts, values)

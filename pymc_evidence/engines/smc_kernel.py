@@ -193,6 +193,15 @@ class Kernel:
                 tuning = tuning.tuned(acc[-MOVE_BLOCK:], s)  # a long stage adapts as it goes
         return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
+    def steps(self, rng, state: State, beta: float, tuning: Tuning, n_steps: int):
+        """``n_steps`` HMC steps of every particle, the step size tuned after each: the
+        state, the tuning and the :class:`Moved` (the posterior's rejuvenation)."""
+        acc, met = [], Counts()
+        for _ in range(n_steps):
+            state, tuning, step_met = self._step(rng, state, beta, tuning, acc)
+            met, tuning = met + step_met, tuning.tuned(acc[-1:], self.settings)
+        return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
+
     def _step(self, rng, state: State, beta: float, tuning: Tuning, acc: list, rows=None):
         """One HMC step of every particle; its acceptance appended to ``acc``, the step
         size halved when more than :data:`DIVERGING_HALVE` of the trajectories diverged

@@ -76,6 +76,8 @@ class EvidenceEstimate:
             text += ": " + ", ".join(f"{n} {v:.3f} ± {_se_text(e)}" for n, v, e in parts)
         elif self.n_chains:
             text += f", {self.n_chains} {_unit(self.method)}"
+        if np.isfinite(self.diagnostics.get("posterior_ess", np.nan)):
+            text += f"; posterior ESS {self.diagnostics['posterior_ess']:.0f}"
         text += ")"
         for message in self.warnings:
             text += f"\n  warning: {message}"
