@@ -18,6 +18,7 @@ copies are made again only when a value changes.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -103,6 +104,34 @@ def require_jax():
     return jax
 
 
+@functools.cache
+def _inline_ofg():
+    """A rewrite that replaces every ``OpFromGraph`` by its inner graph, so that the JAX
+    rewrites see through it: PyMC 6's ``LKJCorr`` transform wraps a pad whose gradient
+    slices at a start computed from shapes, a constant once inlined and folded, a traced
+    value inside the wrapper (``jax`` refuses dynamic slices; the model then fell back to
+    numba: 59 s of compilation on its first call)."""
+    from pytensor.compile.builders import OpFromGraph
+    from pytensor.graph import node_rewriter
+    from pytensor.graph.replace import clone_replace
+    from pytensor.graph.rewriting.basic import dfs_rewriter
+
+    try:  # PyTensor 3: the op's frozen inner graph, bound to the node's inputs
+        from pytensor.compile.rewriting import inline_ofg_node
+    except ImportError:  # PyTensor 2
+
+        def inline_ofg_node(node):
+            op = node.op
+            pairs = zip(op.inner_inputs, node.inputs, strict=True)
+            return clone_replace(op.inner_outputs, dict(pairs))
+
+    @node_rewriter([OpFromGraph])
+    def inline(fgraph, node):
+        return inline_ofg_node(node)
+
+    return dfs_rewriter(inline)
+
+
 def _jaxified(flat, outputs, what):
     """``(fn, shared)``: a jax function of ``(flat, *shared values)`` returning ``outputs``,
     and the model's shared variables it reads (kept as inputs, not frozen as constants)."""
@@ -118,6 +147,7 @@ def _jaxified(flat, outputs, what):
     graph = graph_replace(outputs, dict(zip(shared, inputs, strict=True)), strict=False)
     fgraph = FunctionGraph(inputs=[flat, *inputs], outputs=graph, clone=True)
     try:
+        _inline_ofg().rewrite(fgraph)
         modes.JAX.optimizer.rewrite(fgraph)
         return jax_funcify(fgraph), shared
     except NotImplementedError as err:
