@@ -5,6 +5,7 @@ import importlib
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -273,3 +274,16 @@ def test_docstring_examples():
     module = importlib.import_module("pymc_evidence.compare")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 10 and result.failed == 0
+
+
+def test_printed_table_is_rounded_whole_and_says_who_wins():
+    """``print(compare(...))``: every column (pandas cut nine to ``...``), three decimals,
+    an se below them as ``<0.001``, and a sentence with the favoured model, its log BF and
+    posterior probability and the signs' meaning; a slice without them prints as pandas'."""
+    table = compare({"a": est(-10.0, 0.02, "smc"), "b": est(-12.0, 1e-5, "smc")})
+    text = repr(table)
+    assert "..." not in text and "-10.000" in text and "<0.001" in text
+    assert "post_prob_se" in text and "The data favour 'a' over 'b' by log BF 2.000" in text
+    assert "(>= 0)" in text and "(<= 0)" in text
+    assert "favour" not in repr(table[["log_z"]])
+    assert isinstance(table, pd.DataFrame) and table.index.tolist() == ["a", "b"]

@@ -156,7 +156,9 @@ def test_cross_check_shares_the_problem_and_combines():
         )  # fmt: skip
     est = pme.log_evidence(idata)
     assert est.method == "smc+bridge" and est.n_chains == 2
-    assert pme.compat.get_group(idata, "log_evidence").attrs["methods"] == "smc,bridge"
+    group = pme.compat.get_group(idata, "log_evidence")
+    assert group.attrs["methods"] == "smc,bridge"
+    assert group["method"].values.tolist() == ["smc", "bridge"]  # each run named
     assert_log_z(est, case.log_z, abs_tol=0.1)
     # the printed estimate shows what each method gave, read back from the results
     smc, bridge = est.per_chain_log_z

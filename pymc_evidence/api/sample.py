@@ -70,8 +70,8 @@ def sample_evidence(
         was not, and the posterior returned is as its ``fit()`` returns it (bambi's names,
         no offsets or ``mu``, the intercept of its centred predictors moved back).
     method : str or list of str
-        One of ``"ct"``, ``"gibbs_ct"``, ``"st"``, ``"ais"``, ``"rais"``, ``"bar"``,
-        ``"lis"``, ``"smc"``, ``"arm"``, ``"bridge"`` (:data:`pymc_evidence.METHODS`).
+        ``"smc"`` (the default), ``"arm"``, ``"ais"``, ``"rais"``, ``"bar"``, ``"lis"``,
+        ``"bridge"``, ``"ct"``, ``"gibbs_ct"`` or ``"st"`` (:data:`pymc_evidence.METHODS`).
         A list (e.g. ``["smc", "bridge"]``) is a cross-check: every method runs on the
         same problem (one base fit, one NUTS run), and the result holds their
         inverse-variance weighted combination (se widened by the Birge ratio when they
@@ -168,72 +168,10 @@ def sample_evidence(
         ``None`` keeps the model as written).
         A fitted ``base`` or a ``posterior`` of the model as written turns ``"auto"`` off.
 
-        For the CT methods:
-
-        - ``base`` (every method but ``"bridge"``): ``"auto"`` (default: the Laplace
-          Gaussian of a one-mode posterior it fits, else full-rank ADVI up to 30
-          dimensions, mean-field above), ``"advi"`` (mean-field),
-          ``"fullrank_advi"``, ``"prior"`` or a fitted base from
-          :func:`pymc_evidence.fit_base`; ``base_kwargs`` go to ``fit_base`` (default
-          eight ADVI fits from different starts, merged into one Gaussian covering every
-          mode they found).
-        - ``adapt_rounds`` (3), ``adapt_draws`` (500), ``adapt_tune`` (500): the bootstrap
-          rounds that refit the base to the weighted posterior moments and set ``log zeta``
-          to the running estimate; they stop early once ``log zeta`` is stable.
-        - ``covariance``: ``"auto"`` (full below 200 dimensions), ``"full"`` or ``"diag"``
-          for the refitted base.
-
-        For ``"st"``: ``base``, ``base_kwargs`` and ``potentials`` as above, and the
-        arguments of :class:`pymc_evidence.SimulatedTempering` (``n_levels``, ``betas``,
-        ``adapt_block``, ``adapt_damping``, ``step_size_bands``, ...).
-
-        For ``"ais"``, ``"rais"``, ``"bar"``: ``base``/``base_kwargs`` (``"prior"`` gives
-        the power-posterior path from exact prior draws), ``n_particles`` (256),
-        ``n_stages`` (200; ``ais`` and ``bar`` repeat their runs once with up to 16 times
-        as many, at most ``max_stages`` (3200), where the works spread by more than 1.5
-        nats; ``ais`` then once more with up to 16 times the particles, at most
-        ``max_particles`` (1024), where they still do), ``schedule``
-        (``"sigmoidal"``, ``"geometric"``, ``"linear"``, ``"adaptive"``: chosen by a pilot
-        run, kernels frozen; or an array of betas),
-        ``n_leapfrog`` (10), and ``posterior`` (an InferenceData/DataTree whose draws start
-        reverse AIS; without it ``draws``/``tune``/``chains`` set an internal NUTS run with
-        ``target_accept=0.95``, whose divergences are reported as a warning).
-
-        For ``"lis"``: ``base``/``base_kwargs``, ``n_particles`` (128 runs per direction),
-        ``n_stages`` (20 links, schedule of equal thermodynamic length from a pilot AIS
-        run; run once more with up to ``max_stages`` (80) links where the log weights of a
-        direction spread by more than 1.5 nats), ``chain_length`` (10 transitions per
-        chain), ``n_leapfrog`` (10),
-        ``direction`` (``"bridged"``, ``"forward"``: no posterior draws needed,
-        ``"reverse"``) and ``posterior`` as for ``"bar"``.
-
-        For ``"smc"`` and ``"arm"``: ``n_particles`` (1000 per run; 500 on an integrated
-        hierarchy's hyperparameters) and ``n_runs`` (4
-        independent runs; their spread gives the se). Options: ``base``/``base_kwargs``,
-        ``schedule`` (``"pilot"``, the default: one pilot run of ``pilot_particles``
-        particles (default ``n_particles // 4``) picks the temperatures by bisection on the
-        conditional ESS and every run follows them, which keeps ``Zhat`` unbiased;
-        ``"adaptive"``: each run picks its own, cheaper by the pilot but biased low in
-        many dimensions; or an array of betas), ``target_ess`` (0.8),
-        ``resample_threshold`` (0.5), ``resampling`` (``"systematic"``, ``"residual"``),
-        ``n_leapfrog`` (10; 5 on an integrated hierarchy's hyperparameters), ``n_moves``
-        (HMC steps per stage at least; default 5 up to 30 dimensions, 10 above),
-        ``max_moves`` (50) and ``decorrelation`` (0.1: steps go on, five at a time, until
-        the particles' ``log f - log q`` rank-correlates with its value before the moves
-        by at most this), ``arm_threshold`` (0.7), ``max_expansions`` (3). ARM expands
-        the steps whose conditional ESS falls below ``arm_threshold``: on a schedule fixed
-        in advance (the pilot's, or an array) some do; an ``"adaptive"`` schedule gives every step
-        ``target_ess`` (see :func:`pymc_evidence.engines.smc.run_resample_move`).
-        ``posterior_moves`` (``"auto"``: up to 5 HMC steps of every particle at ``beta = 1``
-        after the last reweighting, within what the stages spent on moves, so that the
-        posterior's tails are filled; an int: exactly that many, for a posterior of full
-        quality at that price; 0: none). The estimate's ``diagnostics["posterior_ess"]``
-        (printed with it) is the smallest effective sample size of the draws.
-
-        For ``"bridge"``: ``posterior`` (reuse draws you have; otherwise NUTS runs with
-        ``draws``/``tune``/``chains``), ``repetitions``, ``proposal`` (``"normal"`` or
-        ``"warp3"``), ``n_proposal``, ``maxiter``, ``tol`` (see
-        :func:`pymc_evidence.bridge_sampling`).
+        Each method's own options (``base``, ``n_particles``, ``n_runs``, ``schedule``,
+        ``posterior_moves``, ``n_stages``, ``posterior``, ...) and their defaults are listed
+        in ``docs/methods.rst``, "Each method's options"; an unknown one is a
+        ``TypeError`` listing the valid ones.
 
     Returns
     -------

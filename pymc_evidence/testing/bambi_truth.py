@@ -28,7 +28,13 @@ from scipy import optimize, special, stats
 from pymc_evidence.testing.glmm import hessian
 from pymc_evidence.testing.quadrature import box_rule
 
-__all__ = ["RandomInterceptTruth", "bambi_priors", "random_intercept_truth", "scale_quantiles"]
+__all__ = [
+    "RandomInterceptTruth",
+    "bambi_priors",
+    "example_data",
+    "random_intercept_truth",
+    "scale_quantiles",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,16 @@ class RandomInterceptTruth:
     log_z: float
     intercept_mean: float
     slope_mean: float
+
+
+def example_data(seed: int = 0):
+    """``(y, x, g, priors)`` of a small example: 4 groups of 3 rows, priors as bambi's
+    keys name them."""
+    rng = np.random.default_rng(seed)
+    g, x = np.repeat(np.arange(4), 3), rng.normal(size=12)
+    priors = {"Intercept": [0.0, 2.0], "x": [0.0, 2.0], "sigma": [4.0, 1.0],
+              "1|g_sigma": [1.0]}  # fmt: skip
+    return x + rng.normal(size=12), x, g, priors
 
 
 def bambi_priors(model) -> dict:
@@ -111,11 +127,7 @@ def scale_quantiles(y, x, g, priors, qs, n_grid: int = 1200) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> g = np.repeat(np.arange(4), 3); x = rng.normal(size=12); y = x + rng.normal(size=12)
-    >>> priors = {"Intercept": [0.0, 2.0], "x": [0.0, 2.0], "sigma": [4.0, 1.0],
-    ...           "1|g_sigma": [1.0]}
-    >>> q = scale_quantiles(y, x, g.astype(int), priors, [0.05, 0.5, 0.95], n_grid=200)
+    >>> q = scale_quantiles(*example_data(), [0.05, 0.5, 0.95], n_grid=200)
     >>> bool(np.all(np.diff(q) > 0))
     True
     """
@@ -146,12 +158,7 @@ def random_intercept_truth(y, x, g, priors) -> RandomInterceptTruth:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> g = np.repeat(np.arange(4), 3); x = rng.normal(size=12); y = x + rng.normal(size=12)
-    >>> priors = {"Intercept": [0.0, 2.0], "x": [0.0, 2.0], "sigma": [4.0, 1.0],
-    ...           "1|g_sigma": [1.0]}
-    >>> round(random_intercept_truth(y, x, g, priors).log_z, 3)
+    >>> round(random_intercept_truth(*example_data()).log_z, 3)
     -21.173
     """
     y, x, g = (np.asarray(a, dtype=float) for a in (y, x, g))
