@@ -100,3 +100,19 @@ def test_group_scale_quantiles_against_the_exact_posterior(fitted):
     ess = pme.log_evidence(idata).diagnostics["posterior_ess"]
     below = (draws[:, None] < exact[None, :]).mean(axis=0)
     assert_estimate(below, qs, np.sqrt(qs * (1 - qs) / ess), abs_tol=0.03, label="quantiles")
+
+
+def test_bambi_predict_reads_the_result(fitted):
+    """``bmb_model.predict`` on the result: each draw's ``mu`` is its uncentred intercept
+    plus slope times ``x`` plus its group's effect (bambi's conventions hold draw by draw)."""
+    model, _, idata = fitted
+    out = model.predict(idata, kind="response_params", inplace=False)
+    post = out["posterior"]
+    df = _data()
+    codes = df["g"].cat.codes.to_numpy()
+    expected = (
+        post["Intercept"].values[..., None]
+        + post["x"].values[..., None] * df["x"].to_numpy()
+        + post["1|g"].values[..., codes]
+    )
+    np.testing.assert_allclose(post["mu"].values, expected, rtol=0, atol=1e-9)
