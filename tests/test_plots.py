@@ -323,11 +323,12 @@ def test_running_log_z_smc_runs_of_different_lengths():
     assert _labels(ax)[0] == "± 1 se"
 
 
-def _smc_idata(final=-41.0, se=0.01, spread=0.004):
-    """Two SMC runs whose stages sum to about ``final`` (cumulative 0, -5, -20, final)."""
+def _smc_idata(final=-41.0, se=0.01, spread=0.004, short=False):
+    """Two SMC runs whose stages sum to about ``final`` (cumulative 0, -5, -20, final; or,
+    ``short``, one step from the base)."""
     ends = np.array([final - spread / 2, final + spread / 2])
-    betas = [[0.0, 0.1, 0.4, 1.0]] * 2
-    increments = [[np.nan, -5.0, -15.0, end + 20.0] for end in ends]
+    betas = [[0.0, 1.0] if short else [0.0, 0.1, 0.4, 1.0]] * 2
+    increments = [[np.nan, end] if short else [np.nan, -5.0, -15.0, end + 20.0] for end in ends]
     est = pme.EvidenceEstimate(final, se, "smc", ends, np.array([se * np.sqrt(2)] * 2))
     group = estimate_to_dataset(
         est, chain_dim="run", stage_values={"beta": betas, "log_increment": increments}
@@ -354,6 +355,14 @@ def test_running_log_z_smc_zooms_on_the_estimate():
     assert inset.get_ylim()[0] < -41.0 and inset.get_ylim()[1] > 0.0
     _check_plain_ticks(ax.yaxis)
     _check_plain_ticks(inset.yaxis)
+
+
+def test_running_log_z_says_what_to_read_on_a_short_path():
+    """A run of one step from its base has no path to read: the plot says to read the runs'
+    ends against the band (a long path does not get the note)."""
+    texts = [t.get_text() for t in plot_running_log_z(_smc_idata(short=True)).texts]
+    assert any(t.startswith("1 stage(s)") and "runs' ends" in t for t in texts)
+    assert not plot_running_log_z(_smc_idata()).texts
 
 
 def test_running_log_z_zoom_floor_and_far_reference():
@@ -546,6 +555,7 @@ def test_compare_zoom_panel_when_bars_are_too_small():
     assert marks["D"] == pytest.approx((-0.015, 1.0))  # a's exact value, near: a diamond
     assert marks["<"][0] == pytest.approx(-0.96 * high)  # b's, 0.4 below: on the edge
     assert _right_labels(ax)[1].startswith("log BF -6.500 ± 0.012")
+    assert zoom.get_title() == "each model's error bar"  # one estimate a model: said so
     assert plot_compare(results, zoom=False).figure.axes == [plt.gca()]
 
 

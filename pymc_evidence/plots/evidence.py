@@ -252,7 +252,10 @@ def _draw_zoom(zoom, x, ys, err, rows, colors, ref) -> None:
     _draw_rows(zoom, x, ys, err, colors, [""] * len(rows))
     _draw_reference(zoom, ref_x, [y for *_, y in ref], lim)
     zoom.set_xlim(-lim, lim)
-    zoom.set(xlabel="offset from the row's first estimate", title="each row magnified")
+    if len(centre) == len(models):  # one estimate a model: the panel shows their error bars
+        zoom.set(xlabel="log Z minus the model's estimate", title="each model's error bar")
+    else:
+        zoom.set(xlabel="offset from the model's first estimate", title="estimates of a model")
 
 
 def plot_compare(results, *, reference=None, k: float = 2.0, prior_probs=None, zoom=None, ax=None):

@@ -149,6 +149,11 @@ def _draw_smc(ax, idata, ds, method, n_points, k):
     log_z = np.where(np.isfinite(beta), np.nancumsum(increment, axis=1), np.nan)
     _final_band(ax, ds, k)
     _traces(ax, beta, log_z, "run", ".")
+    stages = int(np.max(np.sum(np.isfinite(beta), axis=1))) - 1
+    if stages <= 2:  # the path is a step or two: what there is to read is the runs' ends
+        ax.text(0.5, 0.97, f"{stages} stage(s): the base was close to the posterior;\n"
+                "read the runs' ends at $\\beta = 1$ against the band",
+                transform=ax.transAxes, fontsize="small", ha="center", va="top")  # fmt: skip
     return r"inverse temperature $\beta$ (one marker per stage)"
 
 
