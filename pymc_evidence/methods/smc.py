@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from pymc.backends.arviz import find_observations
 from threadpoolctl import threadpool_limits
 
 from ..engines.counts import Counts
@@ -212,12 +213,7 @@ def observed_size(model) -> int:
     >>> observed_size(model)
     6
     """
-    total = 0
-    for rv in model.observed_RVs:
-        value = model.rvs_to_values[rv]
-        data = value.get_value() if hasattr(value, "get_value") else getattr(value, "data", 0)
-        total += int(np.size(data))
-    return total
+    return int(sum(np.size(value) for value in find_observations(model).values()))
 
 
 def _count(value, name: str) -> int:
