@@ -246,6 +246,31 @@ def test_last_move_moves_only_the_copies(toy):
     assert 0 < info.n_particle_moves < 300 * info.n_moves[-1] / 2
 
 
+def test_moves_after_the_last_reweighting_are_counted_apart(toy):
+    """What the moves at ``beta = 1`` meet touches the draws, not log Z: the run keeps their
+    counts apart (``posterior_counts``), and a diverging share of them gets its own
+    warning, which says the evidence is not affected."""
+    model, _ = toy
+    base = GaussianBase(np.zeros(1), np.eye(1), log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+
+    def run(**kwargs):
+        rng = np.random.default_rng(SEED)
+        settings = SMCSettings(schedule=COARSE, **kwargs)
+        return run_resample_move(density, base.sample(200, rng), rng, settings)[1]
+
+    plain, moved = run(), run(posterior_moves=3)
+    assert moved.counts == plain.counts  # the stages met the same points
+    extra = moved.posterior_counts.n_trajectories - plain.posterior_counts.n_trajectories
+    assert extra == 3 * 200 and moved.n_density_calls > plain.n_density_calls
+    assert plain.posterior_counts.n_trajectories > 0  # the copies' refresh
+    from pymc_evidence.estimators.diagnostics import SamplingWarning, evidence_messages
+
+    (message,) = evidence_messages({"posterior_diverging_fraction": 0.05}, 0.01)
+    assert message.category is SamplingWarning and "evidence is not affected" in message
+    assert not evidence_messages({"posterior_diverging_fraction": 0.01}, 0.01)
+
+
 def test_settings_are_checked(toy):
     for bad in (
         {"schedule": "geometric"},

@@ -237,8 +237,11 @@ class SMCRunInfo:
     x : ndarray, shape (R, d)
         Final, equally weighted particles.
     counts : Counts
-        The points and trajectories the run's evaluations and moves met (step-size trials
-        left out).
+        The points and trajectories the stages' evaluations and moves met, up to the last
+        reweighting (step-size trials left out): what ``log Zhat`` depends on.
+    posterior_counts : Counts
+        Those of the moves at ``beta = 1`` after the last reweighting (``finish``), which
+        shape the draws and not ``log Zhat``.
     """
 
     beta: np.ndarray
@@ -259,3 +262,4 @@ class SMCRunInfo:
     n_density_calls: int
     x: np.ndarray
     counts: Counts = Counts()
+    posterior_counts: Counts = Counts()

@@ -344,6 +344,7 @@ def run_resample_move(
     state, infos = anneal(smc.step, state, rng, callback=_progress(callback))
     stages = _record(first, infos, finish)
     met = total_counts([first, *infos])
+    stages_met = total_counts([first, *infos[:-1]]) if finish else met
     info = SMCRunInfo(
         **stages,
         n_stages=len(stages["beta"]) - 1,
@@ -351,6 +352,7 @@ def run_resample_move(
         n_particle_moves=int(sum(i.values["particle_moves"] for i in infos)),
         n_density_calls=met.n_calls,
         x=state.particles.x,
-        counts=met,
+        counts=stages_met,
+        posterior_counts=infos[-1].counts if finish else Counts(),
     )
     return float(np.nansum(info.log_increment)), info

@@ -238,7 +238,9 @@ def evidence_messages(diag: dict, se: float) -> list[WarningMessage]:
       method's HMC trajectories diverged (energy error above 1000, as NUTS counts them);
     * ``nonfinite_fraction`` above ``NONFINITE_FRACTION_MAX`` (1%): that share of the log
       densities met by a particle method's HMC trajectories was not finite (the particle
-      analogue of NUTS divergences).
+      analogue of NUTS divergences);
+    * ``posterior_diverging_fraction`` above ``DIVERGING_FRACTION_MAX``: that share of the
+      moves after SMC's last reweighting diverged, which touches the draws, not log Z.
 
     Parameters
     ----------
@@ -323,6 +325,13 @@ def _sampling_messages(diag: dict) -> list[WarningMessage]:
             " trajectories were not finite (diverging trajectories): the kernels do not"
             " explore part of the path, so the estimate may be biased beyond its se;"
             " reparameterize (e.g. non-centred hierarchies)"
+        )
+    bad = max(diag.get("posterior_diverging_fraction", 0.0), 0.0)
+    if bad > DIVERGING_FRACTION_MAX:
+        out.append(
+            f"{100 * bad:.1f}% of the HMC moves at beta = 1 after the last reweighting diverged"
+            ": the posterior draws may miss the region where they did (the evidence is not"
+            " affected); compare their tails with a NUTS run before relying on them"
         )
     return tagged(out, SamplingWarning)
 

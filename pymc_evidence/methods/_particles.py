@@ -174,12 +174,14 @@ def run_checks(
     physical_r=None,
     n_div=None,
     messages=(),
+    posterior_counts=None,
 ):
     """``est`` with the run-level checks added and their warnings emitted once.
 
     ``counts``: what the runs' evaluations and kernels met
     (:class:`~pymc_evidence.engines.counts.Counts`), for the shares of non-finite log
-    densities and of diverging HMC trajectories; ``n_div``:
+    densities and of diverging HMC trajectories; ``posterior_counts``: those of moves after
+    the last reweighting (SMC's at ``beta = 1``), which touch the draws only; ``n_div``:
     divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
     runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
     both are given; ``messages``: further warnings (R-hat/ESS of the NUTS run). The Pareto
@@ -193,6 +195,8 @@ def run_checks(
     if counts is not None:
         diagnostics["nonfinite_fraction"] = float(counts.nonfinite_fraction)
         diagnostics["diverging_fraction"] = float(counts.diverging_fraction)
+    if posterior_counts is not None:
+        diagnostics["posterior_diverging_fraction"] = posterior_counts.diverging_fraction
     crossing = []
     if work_f is not None and physical_r is not None:
         crossing = crossing_messages(work_f, physical_r)

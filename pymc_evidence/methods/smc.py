@@ -155,7 +155,8 @@ def _estimate(method, runs, counts):
     }
     proxy = np.array([info.variance_proxy for info in infos])
     est = smc_log_evidence(log_z, proxy, method=method, diagnostics=diagnostics)
-    est = run_checks(est, counts)
+    after = sum((info.posterior_counts for info in infos), Counts())
+    est = run_checks(est, counts, posterior_counts=after)
     layout = {
         "chain_dim": "run",
         "chain_values": {"variance_proxy": proxy, "n_stages": n_stages, "n_particle_moves": moves},
