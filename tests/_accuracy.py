@@ -114,6 +114,17 @@ def assert_estimate(value, truth, se, *, abs_tol, label="", z_max=Z_MAX):
     return error
 
 
+def assert_quantiles(draws, exact, probs, ess, *, abs_tol, label=""):
+    """Posterior draws against exact quantiles: the share of ``draws`` (flattened) below
+    each ``exact[i]`` is ``probs[i]`` within :func:`assert_estimate`'s rule, its se the
+    binomial one of ``ess`` effective draws (the ESS the result reports, so that an
+    overstated ESS fails too). Returns the shares' errors."""
+    draws, probs = np.ravel(draws), np.asarray(probs, dtype=float)
+    below = (draws[:, None] < np.asarray(exact, dtype=float)[None, :]).mean(axis=0)
+    se = np.sqrt(probs * (1.0 - probs) / ess)
+    return assert_estimate(below, probs, se, abs_tol=abs_tol, label=label)
+
+
 def assert_below(value, bound, se, *, slack=0.0, label="", z_max=Z_MAX):
     """An estimate whose expectation is at most ``bound`` (an ELBO, forward AIS's
     ``log Z``): ``value <= bound + z_max se + slack``."""

@@ -26,6 +26,7 @@ from pymc_evidence.testing import (
     normalized_density,
     registry,
 )
+from pymc_evidence.testing.hierarchical import hierarchical_quantiles
 
 # ------------------------------------------------------------------------------------------
 # helpers
@@ -310,6 +311,29 @@ def test_hierarchical_normal_monte_carlo():
     est = shift + math.log(w.mean())
     se = w.std(ddof=1) / math.sqrt(m) / w.mean()  # delta method on the log scale
     assert abs(est - s.log_z) < 5 * se + 1e-12
+
+
+def test_hierarchical_quantiles_against_prior_monte_carlo():
+    """Each exact quantile of tau, mu and theta_j against the likelihood-weighted prior
+    draws' CDF there (no marginalisation): within 4 of its binomial se."""
+    s = hierarchical_normal(J=3, seed=4)
+    d = s.data
+    probs = [0.05, 0.5, 0.95, 0.99]
+    exact = hierarchical_quantiles(d["y"], d["sigma"], probs)
+    rng = np.random.default_rng(7)
+    m = 400_000
+    mu = rng.normal(0, d["mu_sigma"], m)
+    tau = np.abs(rng.normal(0, d["tau_sigma"], m))
+    theta = mu[:, None] + tau[:, None] * rng.normal(size=(m, d["y"].size))
+    log_lik = stats.norm.logpdf(d["y"], theta, d["sigma"]).sum(axis=1)
+    w = np.exp(log_lik - log_lik.max())
+    ess = w.sum() ** 2 / np.sum(w**2)
+    pairs = [(tau, exact["tau"]), (mu, exact["mu"])]
+    pairs += [(theta[:, j], exact["theta"][j]) for j in range(d["y"].size)]
+    for draws, quantiles in pairs:
+        cdf = np.array([np.sum(w * (draws <= q)) / w.sum() for q in quantiles])
+        se = np.sqrt(np.multiply(probs, np.subtract(1, probs)) / ess)
+        assert np.all(np.abs(cdf - probs) < 4 * se), (cdf, probs, se)
 
 
 def test_hierarchical_parametrisations_agree():

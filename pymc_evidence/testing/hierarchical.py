@@ -156,3 +156,53 @@ def eight_schools_model(y, sigma, tau_prior, centered: bool) -> pm.Model:
             theta = pm.Deterministic("theta", mu + tau * eta, dims="school")
         pm.Normal("y", mu=theta, sigma=f64(sigma), observed=y, dims="school")
     return model
+
+
+def hierarchical_quantiles(y, sigma, probs, n_grid: int = 20001) -> dict[str, np.ndarray]:
+    """Exact posterior quantiles of ``tau``, ``mu`` and each ``theta_j`` of
+    :func:`hierarchical_normal` (``tau ~ HalfNormal(5)``) at ``probs``.
+
+    ``tau``'s density is :func:`hierarchical_log_lik_tau` times its prior on a uniform grid
+    over ``[0, 12 * 5]`` (trapezoid weights); given ``tau``, ``mu`` and each ``theta_j``
+    are Gaussian (``mu``'s precision ``sum 1 / (sigma^2 + tau^2) + 1 / 25``; ``theta_j``
+    shrinks ``y_j`` towards ``mu`` with weight ``sigma_j^2 / (sigma_j^2 + tau^2)``), so
+    their posteriors are mixtures of Gaussians over the grid, inverted by bisection.
+
+    Examples
+    --------
+    >>> from pymc_evidence.testing import hierarchical_normal
+    >>> data = hierarchical_normal(J=4).data
+    >>> q = hierarchical_quantiles(data["y"], data["sigma"], [0.5, 0.95], n_grid=2001)
+    >>> q["theta"].shape, bool(q["tau"][0] < q["tau"][1])
+    ((4, 2), True)
+    """
+    y, sigma = np.asarray(y, dtype=float), np.asarray(sigma, dtype=float)
+    tau = np.linspace(0.0, 12.0 * HIER_TAU_SIGMA, n_grid)
+    log_p = hierarchical_log_lik_tau(tau, y, sigma) + stats.halfnorm.logpdf(tau, scale=5.0)
+    w = np.exp(log_p - log_p.max()) * np.r_[0.5, np.ones(n_grid - 2), 0.5]
+    w /= w.sum()
+    cdf = np.cumsum(w) - 0.5 * w  # the trapezoid rule's CDF at the nodes
+    out = {"tau": np.interp(probs, cdf, tau)}
+    var = sigma**2 + tau[:, None] ** 2  # (grid, J)
+    v_mu = 1.0 / (np.sum(1.0 / var, axis=1) + 1.0 / HIER_MU_SIGMA**2)
+    m_mu = v_mu * np.sum(y / var, axis=1)
+    out["mu"] = _mixture_quantiles(w, m_mu, np.sqrt(v_mu), probs)
+    shrink = sigma**2 / var  # the weight of mu in theta_j's conditional mean
+    m_theta = (1.0 - shrink) * y + shrink * m_mu[:, None]
+    v_theta = (1.0 - shrink) * sigma**2 + shrink**2 * v_mu[:, None]
+    out["theta"] = np.array(
+        [_mixture_quantiles(w, m_theta[:, j], np.sqrt(v_theta[:, j]), probs) for j in range(y.size)]
+    )
+    return out
+
+
+def _mixture_quantiles(w, means, sds, probs) -> np.ndarray:
+    """Quantiles of the Gaussian mixture ``sum_k w_k N(means_k, sds_k^2)`` by bisection."""
+    lo = np.full(len(probs), float(np.min(means - 40 * sds)))
+    hi = np.full(len(probs), float(np.max(means + 40 * sds)))
+    probs = np.asarray(probs, dtype=float)
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        below = np.sum(w[:, None] * stats.norm.cdf((mid - means[:, None]) / sds[:, None]), 0)
+        lo, hi = np.where(below < probs, mid, lo), np.where(below < probs, hi, mid)
+    return 0.5 * (lo + hi)
