@@ -29,6 +29,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = (
+    "bambi_formulas.ipynb",
     "bayes_factors.ipynb",
     "covariate_search.ipynb",
     "radon_evidence.ipynb",

@@ -22,6 +22,7 @@ import functools
 import importlib.util
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -149,7 +150,12 @@ def _jaxified(flat, outputs, what):
     try:
         _inline_ofg().rewrite(fgraph)
         modes.JAX.optimizer.rewrite(fgraph)
-        return jax_funcify(fgraph), shared
+        with warnings.catch_warnings():
+            # PyTensor drops a parameter check (bambi's ``sigma > 0``) from a JAX graph and
+            # says so; a point outside the support then gets a non-finite density, which the
+            # engines count as zero density.
+            warnings.filterwarnings("ignore", "Skipping .* Op", UserWarning)
+            return jax_funcify(fgraph), shared
     except NotImplementedError as err:
         raise NotImplementedError(f"{_JAX_FAILED.format(what=what)} ({err})") from err
 
