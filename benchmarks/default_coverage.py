@@ -9,6 +9,7 @@ the first seed pays the compilation. Run from the repository root::
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_2,mixture_3,egg_box
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_3 1,2,3 n_moves=5
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py poisson:1000,gauss:2000
+    PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py bambi:12 $(seq -s, 1 20)
 
 A third argument sets options of the default method (``name=value``, comma-separated,
 values read as Python literals). Each line also gives the median time of a call after
@@ -31,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def model_and_truth(name: str):
     """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``,
     ``user_models``, ``scale``'s ``kind:size``) or a ``pymc_evidence.testing`` system."""
+    if name.startswith("bambi:"):
+        return _bambi(int(name.split(":")[1]))
     if ":" in name:
         from scale import build
 
@@ -45,6 +48,23 @@ def model_and_truth(name: str):
 
     system = getattr(systems, name)()
     return system.model, system.log_z
+
+
+def _bambi(J: int):
+    """bambi's ``y ~ 1 + x + (1|g)`` with its default priors on ``J`` groups of 5 rows
+    (``posterior_quality``'s data) and its exact log Z
+    (:func:`pymc_evidence.testing.bambi_truth.random_intercept_truth`)."""
+    import bambi as bmb
+    from posterior_quality import _bambi_data
+
+    from pymc_evidence.testing.bambi_truth import bambi_priors, random_intercept_truth
+
+    df = _bambi_data(J=J)
+    model = bmb.Model("y ~ 1 + x + (1|g)", df)
+    model.build()
+    priors = bambi_priors(model.backend.model)
+    truth = random_intercept_truth(df["y"], df["x"], df["g"].cat.codes, priors)
+    return model, truth.log_z
 
 
 def coverage(name: str, seeds=range(1, 11), options=None) -> str:

@@ -28,7 +28,8 @@ from .estimators.diagnostics import warn_user
 __all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
 
 LOG_Z_COLUMNS = (
-    "log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se".split()
+    "rank log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se "
+    "warning".split()
 )
 
 
@@ -226,13 +227,15 @@ def compare(
         favoured model (:class:`~pymc_evidence.compare_table.ComparisonTable`). Indexed by
         model name (index name ``"model"``), sorted best to worst by ``log_z``, with columns
 
+        - ``rank``: 0 for the best model, 1 for the next, ...;
         - ``log_z``, ``se``, ``method``: the estimates;
         - ``d_log_z``: best ``log_z`` minus this one (>= 0), ``d_log_z_se`` its standard
           error (0 for the best model);
         - ``log_bf``: log Bayes factor of this model over the best (<= 0);
         - ``prior_prob``, ``post_prob``: prior and posterior model probabilities;
         - ``post_prob_se``: delta-method standard error of ``post_prob`` (a linearization:
-          reliable only while the log Z errors are well below 1).
+          reliable only while the log Z errors are well below 1);
+        - ``warning``: True where the estimate came with warnings (``est.warnings``).
 
     Raises
     ------
@@ -275,12 +278,13 @@ def compare(
             "prior_prob": np.exp(probs.log_prior),
             "post_prob": probs.post,
             "post_prob_se": probs.post_se,
+            "warning": [bool(probs.estimates[name].warnings) for name in probs.names],
         },
         index=pd.Index(probs.names, name="model"),
     )
-    return ComparisonTable(
-        table.sort_values("log_z", ascending=False, kind="stable")[LOG_Z_COLUMNS]
-    )
+    table = table.sort_values("log_z", ascending=False, kind="stable")
+    table.insert(0, "rank", np.arange(len(table)))
+    return ComparisonTable(table[list(LOG_Z_COLUMNS)])
 
 
 class _Probabilities(NamedTuple):

@@ -1,5 +1,6 @@
-""":func:`~pymc_evidence.compare`'s table as it prints: every column, rounded, and a sentence
-that says which model the data favour, by how much, and what the signs mean.
+""":func:`~pymc_evidence.compare`'s table as it prints: every column, the log Z columns
+rounded to the precision of their standard errors, and a sentence that says which model
+the data favour, by how much, and what the signs mean.
 
 A :class:`pandas.DataFrame` subclass, so that everything a user does with a data frame
 works on it (selection, sorting, ``to_csv``); only its ``print`` and notebook display
@@ -18,11 +19,30 @@ __all__ = ["ComparisonTable"]
 _NEEDED = ("log_z", "se", "log_bf", "post_prob", "prior_prob")
 
 
-def _number(value: float) -> str:
-    """Three decimals; an se below that precision as ``<0.001``."""
+#: Columns printed to the precision of a standard error, and the se column that sets it.
+_TIED = {"log_z": "se", "d_log_z": "se", "log_bf": "se"}
+
+
+def _number(value: float, decimals: int = 3) -> str:
+    """``decimals`` decimals; a value below three decimals' precision (an se) as ``<0.001``."""
     if not np.isfinite(value):
         return str(value)
-    return "<0.001" if 0 < abs(value) < 5e-4 else f"{value:.3f}"
+    return "<0.001" if 0 < abs(value) < 5e-4 else f"{value:.{decimals}f}"
+
+
+def decimals_of(se) -> int:
+    """Decimals that show the digit a standard error makes uncertain, and one more (as
+    ArviZ's ``round_to="auto"`` ties a table's rounding to its errors): of the smallest
+    positive se, between 1 and 6; 3 where none is positive.
+
+    >>> decimals_of([0.025, 0.3]), decimals_of([0.0004]), decimals_of([0.0])
+    (3, 5, 3)
+    """
+    se = np.asarray(se, dtype=float)
+    se = se[np.isfinite(se) & (se > 0)]
+    if se.size == 0:
+        return 3
+    return int(np.clip(1 - np.floor(np.log10(se.min())), 1, 6))
 
 
 class ComparisonTable(pd.DataFrame):
@@ -48,8 +68,13 @@ class ComparisonTable(pd.DataFrame):
         """The frame with its numbers as printed."""
         shown = pd.DataFrame(self).copy()
         for column in shown.columns:
-            if pd.api.types.is_float_dtype(shown[column]):
-                shown[column] = [_number(v) for v in shown[column]]
+            values = shown[column]
+            if column == "rank":
+                shown[column] = ["" if pd.isna(v) else str(int(v)) for v in values]
+            elif pd.api.types.is_float_dtype(values):
+                tied = _TIED.get(column)
+                places = decimals_of(self[tied]) if tied in self.columns else 3
+                shown[column] = [_number(v, places) for v in values]
         return shown
 
     def summary(self) -> str:
@@ -72,6 +97,10 @@ class ComparisonTable(pd.DataFrame):
                 f"{se:.3f} (BF {np.exp(log_bf):.3g}); posterior probability of '{names[0]}' "
                 f"{best.post_prob:.3f} ± {best.get('post_prob_se', np.nan):.3f} under {prior}."
             )
+        flagged = [n for n, w in zip(names, self.get("warning", [False] * len(self)), strict=True)
+                   if w is True or w is np.True_]  # fmt: skip
+        if flagged:
+            head += f" With warnings (see each result's): {', '.join(map(repr, flagged))}."
         return head + (
             " d_log_z is the best model's log Z minus each model's (>= 0); log_bf each "
             "model's minus the best's (<= 0)."

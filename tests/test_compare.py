@@ -38,6 +38,7 @@ def test_two_models_uniform_prior():
     assert list(table.index) == ["b", "a"]
     assert table.index.name == "model"
     assert list(table.columns) == [
+        "rank",
         "log_z",
         "se",
         "method",
@@ -47,6 +48,7 @@ def test_two_models_uniform_prior():
         "prior_prob",
         "post_prob",
         "post_prob_se",
+        "warning",
     ]
     np.testing.assert_allclose(table["post_prob"], [0.75, 0.25], rtol=1e-12)
     np.testing.assert_allclose(table["prior_prob"], [0.5, 0.5])
@@ -287,3 +289,19 @@ def test_printed_table_is_rounded_whole_and_says_who_wins():
     assert "(>= 0)" in text and "(<= 0)" in text
     assert "favour" not in repr(table[["log_z"]])
     assert isinstance(table, pd.DataFrame) and table.index.tolist() == ["a", "b"]
+
+
+def test_table_ranks_flags_warnings_and_rounds_to_the_se():
+    """As ArviZ's comparison tables: a rank (0 the best), a warning column (an estimate
+    that came with warnings) named in the sentence, and the log Z columns printed to the
+    precision their se allows (se 0.0004: five decimals)."""
+    table = compare(
+        {"a": est(-10.0, 0.0004, "smc"), "b": est(-12.0, 0.03, "smc"),
+         "c": EvidenceEstimate(-11.0, 0.05, "smc", warnings=("a warning",))}
+    )  # fmt: skip
+    assert table["rank"].tolist() == [0, 1, 2] and table.index.tolist() == ["a", "c", "b"]
+    assert table["warning"].tolist() == [False, True, False]
+    text = repr(table)
+    assert "-10.00000" in text and "-11.00000" in text and "With warnings" in text
+    assert "'c'" in text.split("With warnings")[1]
+    assert "With warnings" not in repr(compare({"a": est(-1.0, 0.1), "b": est(-2.0, 0.1)}))
