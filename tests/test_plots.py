@@ -559,6 +559,23 @@ def test_compare_zoom_panel_when_bars_are_too_small():
     assert plot_compare(results, zoom=False).figure.axes == [plt.gca()]
 
 
+def test_compare_shows_a_cross_checks_methods_and_readable_zoom_ticks():
+    """A cross-check's row gets its methods' estimates beside the combined one (which
+    places the model); an se far below a thousandth reads ``<0.001`` on the right, and
+    the zoom panel keeps three ticks (at -a, 0, a), whose labels do not collide."""
+    check = E(-5.0, 0.002, "smc+bridge", per_chain_log_z=np.array([-4.997, -5.001]),
+              per_chain_se=np.array([0.004, 0.002]))  # fmt: skip
+    ax = plot_compare({"coin": check, "other": E(-9.0, 0.003, "smc")}, zoom=False)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["smc+bridge", "smc", "bridge"]
+    np.testing.assert_allclose(_bars(ax)[:3, 0], [0.0, 0.003, -0.001], atol=1e-12)
+    ax = plot_compare({"a": E(-60.0, 1e-5, "smc"), "b": E(-53.5, 2e-5, "smc")})
+    assert _right_labels(ax)[1].startswith("log BF -6.500 ± <0.001")
+    zoom = ax.figure.axes[1]
+    ticks = [t for t in zoom.get_xticks() if zoom.get_xlim()[0] <= t <= zoom.get_xlim()[1]]
+    assert len(ticks) == 3 and ticks[1] == 0.0
+
+
 def test_compare_nested_with_reference(ct, st, bar):
     results = {"normal": {"ct": ct, "st": st, "bar": bar}, "shifted": {"ct": _only("ct")}}
     ax = plot_compare(results, reference={"normal": EXACT})

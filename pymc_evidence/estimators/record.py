@@ -68,12 +68,27 @@ class EvidenceEstimate:
         """Number of chains or independent runs behind the estimate."""
         return int(np.size(self.per_chain_log_z))
 
+    @property
+    def per_method(self) -> dict[str, tuple[float, float]]:
+        """A cross-check's estimates by method, ``{method: (log_z, se)}`` in the order run
+        (empty for one method's estimate).
+
+        >>> est = EvidenceEstimate(-3.0, 0.01, "smc+bridge", per_chain_log_z=[-3.0, -3.01],
+        ...                        per_chain_se=[0.02, 0.01])
+        >>> est.per_method
+        {'smc': (-3.0, 0.02), 'bridge': (-3.01, 0.01)}
+        """
+        names = self.method.split("+")
+        if len(names) < 2 or not len(names) == self.n_chains == np.size(self.per_chain_se):
+            return {}
+        pairs = zip(self.per_chain_log_z, self.per_chain_se, strict=True)
+        return {n: (float(v), float(e)) for n, (v, e) in zip(names, pairs, strict=True)}
+
     def __str__(self) -> str:
         text = f"log Z = {self.log_z:.3f} ± {_se_text(self.se)} ({self.method}"
-        names = self.method.split("+")
-        if len(names) > 1 and len(names) == self.n_chains == np.size(self.per_chain_se):
-            parts = zip(names, self.per_chain_log_z, self.per_chain_se, strict=True)
-            text += ": " + ", ".join(f"{n} {v:.3f} ± {_se_text(e)}" for n, v, e in parts)
+        if self.per_method:
+            parts = self.per_method.items()
+            text += ": " + ", ".join(f"{n} {v:.3f} ± {_se_text(e)}" for n, (v, e) in parts)
         elif self.n_chains:
             text += f", {self.n_chains} {_unit(self.method)}"
         if np.isfinite(self.diagnostics.get("posterior_ess", np.nan)):

@@ -117,6 +117,8 @@ def _compare_rows(results) -> list[tuple[str, str, float, float]]:
             rows.append(
                 (str(model), est.method if label is None else str(label), est.log_z, est.se)
             )
+            for method, (value, se) in est.per_method.items():  # a cross-check's parts
+                rows.append((str(model), method, value, se))
     return rows
 
 
@@ -170,11 +172,14 @@ def _rows_y(rows, models) -> np.ndarray:
 
 
 def _pm(value: float, se: float, sign: str = "+") -> str:
-    """``value ± se`` to the se's first digit (its first two if they are below 30)."""
+    """``value ± se`` to the se's first digit (its first two if they are below 30), at most
+    three decimals (a smaller se reads ``± <0.001``)."""
     if not (np.isfinite(se) and se > 0):
         return f"{value:{sign}.3f} ± {se:.3f}"
+    if se < 5e-4:
+        return f"{value:{sign}.3f} ± <0.001"
     power = int(np.floor(np.log10(se)))
-    digits = int(np.clip(-power + (se < 3 * 10.0**power), 2, 6))
+    digits = int(np.clip(-power + (se < 3 * 10.0**power), 2, 3))
     return f"{value:{sign}.{digits}f} ± {se:.{digits}f}"
 
 
@@ -251,7 +256,10 @@ def _draw_zoom(zoom, x, ys, err, rows, colors, ref) -> None:
     zoom.axvline(0.0, color="0.6", lw=1, ls="--", zorder=0)
     _draw_rows(zoom, x, ys, err, colors, [""] * len(rows))
     _draw_reference(zoom, ref_x, [y for *_, y in ref], lim)
+    from matplotlib.ticker import MaxNLocator  # loaded already: the axes exist
+
     zoom.set_xlim(-lim, lim)
+    zoom.xaxis.set_major_locator(MaxNLocator(nbins=2, symmetric=True))  # labels apart
     if len(centre) == len(models):  # one estimate a model: the panel shows their error bars
         zoom.set(xlabel="log Z minus the model's estimate", title="each model's error bar")
     else:
