@@ -194,9 +194,12 @@ class Kernel:
         return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
     def steps(self, rng, state: State, beta: float, tuning: Tuning, n_steps: int):
-        """``n_steps`` HMC steps of every particle, the step size tuned after each: the
-        state, the tuning and the :class:`Moved` (the posterior's rejuvenation)."""
-        acc, met = [], Counts()
+        """``n_steps`` HMC steps of every particle, the step size settled first (the scale
+        may have changed since the last move: a run whose last stage kept a few particles
+        far in a tail widens it) and tuned after each: the state, the tuning and the
+        :class:`Moved` (the posterior's rejuvenation)."""
+        acc = []
+        tuning, met = self.settle(rng, state, beta, tuning)
         for _ in range(n_steps):
             state, tuning, step_met = self._step(rng, state, beta, tuning, acc)
             met, tuning = met + step_met, tuning.tuned(acc[-1:], self.settings)
