@@ -12,7 +12,8 @@ each step at most :data:`MAX_STEP` long where the likelihood is not Gaussian in 
 effect), ``s_j = (-h_j''(m_j))^{-1/2}`` and ``(x_k, w_k)`` the ``K``-point Gauss-Hermite
 rule. This is lme4's ``nAGQ`` for GLMMs: exact for a Gaussian integrand at ``K = 1`` (the
 Laplace approximation), and exact in the limit of many nodes for any smooth integrand.
-The node count is chosen where the model is made, by doubling (:func:`rule_for`).
+The node count is chosen where the model is made
+(:func:`~pymc_evidence.transforms.group_effects.choose_rule`).
 
 The graph's gradient does not run through Newton's iterations: the mode enters as a
 constant (:func:`pytensor.gradient.zero_grad`; at the mode ``∂Q/∂m`` vanishes for
