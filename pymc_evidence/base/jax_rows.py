@@ -218,8 +218,9 @@ def row_chunk(outputs) -> int | None:
     :data:`JAX_MIN_ROWS`.
 
     A call's arrays then stay in the CPU's caches (the group quadrature of
-    :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
-    ``docs/performance.rst``), and a density over a million rows holds seven rows' arrays
+    :mod:`~pymc_evidence.transforms.group_quadrature` ran much faster so: measured in
+    :doc:`/performance`, "What a user meets: the first call on a new model"), and a density
+    over a million rows holds seven rows' arrays
     instead of 1024's. Models without data-sized intermediates keep one batch."""
     from pytensor.graph.traversal import ancestors
 

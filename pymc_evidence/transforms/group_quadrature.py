@@ -103,7 +103,8 @@ class RowTerms:
         ``(J, r)`` table (``r`` the largest group, shorter groups padded with zeros; a
         reshape where the groups are contiguous and equal) and summed along it. XLA's CPU
         backend runs a scatter-add, a segment sum or a cumulative sum one element at a
-        time, about ten times slower than the density itself (``docs/performance.rst``);
+        time, far slower than the density itself (measured in :doc:`/performance`,
+        "What a user meets: the first call on a new model");
         a gather and a sum run at the density's speed. Where padding would more than
         quadruple the rows (a few large groups among many small ones), the scatter-add
         stays."""
