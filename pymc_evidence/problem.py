@@ -245,16 +245,18 @@ class EvidenceProblem:
     def tempering_base(self):
         """The base of ``ct``, ``gibbs_ct`` and ``st``: the fit itself where :attr:`base`
         is its widened copy (:func:`~pymc_evidence.base.widen.widen_light_base`); ``ct``'s
-        rounds cannot refit a defended mixture (latent GP: +0.329 +- 0.083 from it).
+        rounds cannot refit a defended mixture (on the latent GP it was biased from it;
+        measured in :doc:`/hard_models`, "Bases narrower than the posterior: widened, with a
+        defensive component").
 
         Where the fit merged distinct ADVI fits (separated modes) into one Gaussian, the
         same fits (stream ``"base"`` again) combined as a mixture instead. A tempering chain
         stuck in mode ``k`` near ``beta = 1`` estimates ``Z_k / Q_k`` (``Q_k`` the base's
-        mass there): one Gaussian over both modes of a 2-component ``NormalMixture`` gave
-        ``ct`` +0.10 on average over seeds 1-6 (coverage 0.83) and ``st`` errors of ±0.16
-        with se 0.07 (coverage 0.33); the mixture of the fits, which weighs each mode by
-        its evidence, gave both within 0.003 nats (coverage 1.0). ``smc`` keeps the merged
-        Gaussian (all its particles move together, the modes in proportion)."""
+        mass there): one Gaussian over both modes of a 2-component ``NormalMixture`` biased
+        ``ct`` high and gave ``st`` errors beyond its se; the mixture of the fits, which
+        weighs each mode by its evidence, put both close, within their se (measured in
+        :doc:`/hard_models`, "The other methods on separated modes"). ``smc`` keeps the
+        merged Gaussian (all its particles move together, the modes in proportion)."""
         if "tempering" not in self._made:
             base = getattr(self.base, "info", {}).get("unwidened", self.base)
             own = isinstance(self.base_spec, str) and "combine" not in self.base_kwargs

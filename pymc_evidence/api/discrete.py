@@ -83,7 +83,7 @@ def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.
     except Exception:  # e.g. a discrete free variable, which the raveled space refuses
         pass
     inputs = post[[rv.name for rv in source.free_RVs]]
-    with pytensor.config.change_flags(cxx=""):  # no JIT: numba took 6.8 s for a GP's f
+    with pytensor.config.change_flags(cxx=""):  # no JIT: numba was slow to compile a GP's f
         fresh = pm.compute_deterministics(
             inputs, var_names=stale, model=source, progressbar=False, merge_dataset=False,
             compile_kwargs={"mode": no_jit_mode()},
@@ -93,8 +93,8 @@ def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.
 
 def _vectorized(post: xr.Dataset, source: pm.Model, stale: list) -> dict:
     """The deterministics ``stale`` of ``source`` at every draw of ``post``, by one call
-    vectorized over the draws (PyMC's ``compute_deterministics`` calls once per draw:
-    1.2 s for a 20-point GP's ``f`` at 4000 draws)."""
+    vectorized over the draws (PyMC's ``compute_deterministics`` calls once per draw,
+    slow for a GP's ``f`` over thousands of draws)."""
     space = model_space(source)
     x = np.asarray(space.unconstrain({rv.name: post[rv.name].values for rv in source.free_RVs}))
     fn = space.rows_function(

@@ -31,9 +31,9 @@ __all__ = ["sample_evidence"]
 
 #: Why BLAS runs on one thread during a call: the matrices here are small (d x d, d the
 #: model's dimension, and particles x d), the parallelism is across runs and chains, and
-#: OpenBLAS's threads cost far more than they give on such sizes: 30 L-BFGS ascents of a
-#: 5-d quadratic (the mode search) took 0.22 s with its 2 threads on an idle 2-core machine
-#: and 0.78-2.7 s on a busy one, against 0.01-0.03 s on one thread.
+#: OpenBLAS's threads cost far more than they give on such sizes: the mode search's L-BFGS
+#: ascents were many times slower with them, most of all on a busy machine (measured in
+#: :doc:`/performance`, "What a user meets: the first call on a new model").
 _ONE_BLAS_THREAD = 1
 
 #: Options that shape the problem rather than one method.

@@ -167,10 +167,10 @@ def exact_float_math():
     With fast-math on (PyTensor's default), LLVM may reassociate floating-point sums, and
     does so differently when it compiles a graph afresh than when it links the pieces it
     finds in the cache: PyMC's compiled log density of a 3-component mixture differed in
-    the last bits (24 of 50 points, up to 1.4e-14) between an empty and a warm cache, enough
-    for NUTS trajectories, and ``ct`` or ``bridge`` estimates, to differ by a quarter of a
-    nat for the same seed (``benchmarks/cache_determinism.py``). The flag is part of
-    PyTensor's cache key, so functions compiled with it off are cached apart.
+    the last bits between an empty and a warm cache, enough for NUTS trajectories, and
+    ``ct`` or ``bridge`` estimates, to differ well beyond rounding for the same seed
+    (``benchmarks/cache_determinism.py``). The flag is part of PyTensor's cache key, so
+    functions compiled with it off are cached apart.
 
     Examples
     --------
@@ -196,8 +196,9 @@ def without_tracebacks():
     and a rewrite copies the traces of a node's inputs and outputs onto its replacement,
     the replacement's own among them. Where the replacement is one constant shared by many
     nodes, its list doubles at every rewrite: a hidden Markov chain of 25 ``pm.Categorical``
-    steps, summed out (:mod:`~pymc_evidence.transforms.elimination`), took 6.6 GB and 27 s
-    to compile its batched density, 0.5 GB and 4 s without them.
+    steps, summed out (:mod:`~pymc_evidence.transforms.elimination`), took many times the
+    memory and time to compile its batched density with them (measured in :doc:`/hard_models`,
+    "Model kinds users write: chains of discrete states, ordered parameters, log links").
 
     Examples
     --------
@@ -339,11 +340,10 @@ def gathers_data(outputs) -> bool:
 
     Such graphs run several times slower batched on XLA's CPU backend than on PyTensor's
     numba or C linker: the batched gather's gradient is a scatter-add, and XLA's fused loops
-    over data-sized arrays lose to numba's (radon's county intercepts and slopes, 919 rows,
-    256 points at a time: 2.75 ms a call on JAX, 0.64 ms on numba, 4x; a whole evidence
-    104 s against 48 s, the numba compilation included). Models without such indexing
-    (regressions, mixtures, GPs, Cholesky factors) are as fast or faster on JAX and compile
-    in about a second instead of tens, so ``"auto"`` keeps JAX for them. Where jax has a
+    over data-sized arrays lose to numba's (radon's county intercepts and slopes; measured
+    in :doc:`/performance`, "What a user meets: the first call on a new model"). Models
+    without such indexing (regressions, mixtures, GPs, Cholesky factors) are as fast or
+    faster on JAX and compile much sooner, so ``"auto"`` keeps JAX for them. Where jax has a
     GPU (:func:`~pymc_evidence.base.jax_rows.jax_accelerator`), ``"auto"`` keeps JAX for
     every model.
     """

@@ -127,10 +127,10 @@ class _Collapse:
 
     On a log-link model one draw in a tail (``exp(b)`` of a wide ``b``) gives a log density
     of -1e50 and a gradient to match; Adam's moments keep it for hundreds of steps, and
-    full-rank fits of 20 Poisson intercepts that had reached an ELBO of -213 wandered to
-    ELBOs of -1e52 to -1e299. Such a step is skipped, as a non-finite one is. The reference
-    is the median of the last complete window of :data:`COLLAPSE_WINDOW` steps, computed
-    once a window (a median every step cost 0.1 ms, half a second a fit).
+    full-rank fits of 20 Poisson intercepts that had converged wandered to absurdly low
+    ELBOs. Such a step is skipped, as a non-finite one is. The reference is the median of
+    the last complete window of :data:`COLLAPSE_WINDOW` steps, computed once a window (a
+    median every step added up over a fit's many steps).
     """
 
     def __init__(self, n_fits: int):

@@ -3,9 +3,9 @@
 :func:`~pymc_evidence.base.advi.run_advi` takes thousands of small steps: each evaluates the
 model at ``R x n_mc`` points (32 by default) and updates ``R`` Gaussians. In numpy every step
 is a call of the compiled density and some twenty array operations, and on small models
-their fixed costs are most of the fit (a bivariate normal with an ``LKJCholeskyCov``: 5250
-full-rank steps, 0.37 ms each, 1.9 s of a 3.7 s call). Where the density is a
-:class:`~pymc_evidence.base.jax_rows.JaxRows`, :func:`fused_block` runs up to
+their fixed costs are most of the fit (a bivariate normal with an ``LKJCholeskyCov``; measured
+in :doc:`/performance`, "What a user meets: the first call on a new model"). Where the density
+is a :class:`~pymc_evidence.base.jax_rows.JaxRows`, :func:`fused_block` runs up to
 :data:`BLOCK` steps in one jitted ``jax.lax.fori_loop``: the same arithmetic (points drawn
 by reparameterization, the ELBO's gradient, Adam, the skipped steps and the dropped fits, the
 Polyak sums), with the standard normals drawn in numpy from the same generator in the same

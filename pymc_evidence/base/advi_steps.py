@@ -40,8 +40,8 @@ class Schedule:
     decay are averaged.
 
     An easy model plateaus after a few hundred steps and needs no 2500-step decay to settle
-    (the decay averages the Monte Carlo noise down): a one-parameter model took 3125 steps
-    of 5000 before, 1875 now.
+    (the decay averages the Monte Carlo noise down): a one-parameter model now stops far
+    sooner.
     """
 
     def __init__(self, n_steps: int, early_stop: bool):

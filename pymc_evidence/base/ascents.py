@@ -2,9 +2,10 @@
 
 The mode search climbs from dozens of starts (the initial point, the base's means, prior
 draws). scipy's L-BFGS-B climbs one start at a time with one call of the density per
-evaluation: on the 3-component ``NormalMixture`` the 72 ascents of a call made 2086
-one-point calls (0.13 ms each) plus scipy's own work per evaluation, 0.2 s of a 2-s warm
-call. Here every start takes its L-BFGS step together: the trial points of a line search
+evaluation: on the 3-component ``NormalMixture`` the ascents of a call made thousands of
+one-point calls plus scipy's own work per evaluation, a sizeable share of a warm call
+(measured in :doc:`/performance`, "What a user meets: the first call on a new model"). Here
+every start takes its L-BFGS step together: the trial points of a line search
 are one call of the batched density (in chunks of :data:`CHUNK` rows, the one shape ADVI
 has compiled already), and a start leaves the batch once it has converged. This is
 written here because scipy has no batched L-BFGS, and jax's would need the density as a

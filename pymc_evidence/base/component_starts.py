@@ -13,9 +13,9 @@ which keeps it only if it reaches a mode the fit missed and the rules of
 :func:`~pymc_evidence.base.modes.add_missed_modes` accept.
 
 The copy runs without JIT (PyTensor's Python linker): a few hundred calls per component.
-Its function is built once per model and mixture variable (0.5 s of PyTensor's rewriting,
-a fifth of a warm call on the 3-component mixture when it was built per call) and kept
-while the model lives. Mixtures written by hand (a ``pm.Potential`` of a ``logsumexp``)
+Its function is built once per model and mixture variable (PyTensor's rewriting was a
+sizeable share of a warm call on the 3-component mixture when it was built per call) and
+kept while the model lives. Mixtures written by hand (a ``pm.Potential`` of a ``logsumexp``)
 are not recognised.
 """
 

@@ -363,8 +363,8 @@ def better_base(fit, other):
     ``info["other_log_zeta"]`` records the one not kept.
 
     Both ``log_zeta`` are biased low by as much as the base misses of the posterior. A
-    diverged fit has one huge weight (full-rank ADVI, 89-d radon intercepts: ELBOs 1e59 to
-    1e153, truth -1063), so ``other``'s ELBO must be within :data:`ELBO_SE_MAX` nats.
+    diverged fit has one huge weight (89-d radon intercepts: absurd ELBOs, in :doc:`/hard_models`,
+    "Large models: the Laplace base"), so ``other``'s ELBO must be within :data:`ELBO_SE_MAX` nats.
     """
     a, b = (base.info.get("unwidened", base) for base in (fit, other))
     better = (

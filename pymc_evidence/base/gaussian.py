@@ -241,7 +241,7 @@ class GaussianBase:
     def logp_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log q (n,), grad log q (n, d))`` at the rows of ``x``, in closed form (the
         particle engines use it instead of compiling the base's graph). Products with the
-        inverse Cholesky factor, computed once: a triangular solve per call was 10-100 times
+        inverse Cholesky factor, computed once: a triangular solve per call was many times
         slower on a loaded machine (BLAS threads contending)."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         inv_std = self._inv_std
@@ -269,8 +269,8 @@ class GaussianBase:
     @cached_property
     def _inv_std(self) -> np.ndarray | None:
         """``1 / std`` of a diagonal covariance (None otherwise): a 302-d mean-field base
-        cost 6 ms a call for 1000 points as matrix products, more than the model's own
-        density, where the elementwise form costs 1% of that."""
+        cost more than the model's own density as matrix products, where the elementwise
+        form costs a small fraction of that."""
         return 1.0 / np.diag(self.chol) if self.is_diagonal else None
 
     @cached_property

@@ -3,11 +3,12 @@
 Why this is the default path for the batched densities: PyMC 6 compiles with PyTensor's
 numba linker, which JIT-compiles every node of a graph separately, so its cost grows with the
 number of nodes. The vectorized graph of a model's log density and gradient has many (a
-2-component ``NormalMixture``: 90 nodes, 37 s of numba compilation on a 2-core machine, where
-PyMC's own single-point ``logp_dlogp`` takes 12 s); XLA compiles the same single-point graph,
-batched by :func:`jax.vmap`, in about half a second, and runs it as fast or faster (1.2 us a
-row for 2048 rows against 3 us). The single-point graph is converted by PyTensor's own JAX
-dispatch (:func:`pytensor.link.jax.dispatch.jax_funcify`) after PyTensor's JAX rewrites, and
+2-component ``NormalMixture``'s took numba far longer than PyMC's own single-point
+``logp_dlogp``); XLA compiles the same single-point graph, batched by :func:`jax.vmap`, in a
+small fraction of that, and runs it as fast or faster (measured in :doc:`/performance`,
+"What a user meets: the first call on a new model"). The single-point graph is converted by
+PyTensor's own JAX dispatch (:func:`pytensor.link.jax.dispatch.jax_funcify`) after
+PyTensor's JAX rewrites, and
 batched by jax itself, which needs no :func:`~pytensor.graph.replace.vectorize_graph` (and so
 none of its ``Blockwise`` ops, some of which PyTensor's JAX backend cannot trace).
 
@@ -43,8 +44,8 @@ __all__ = [
 #: Fewest rows of one JAX call: row counts are padded to a power of two from here, so that
 #: ``jax.jit`` traces and compiles a handful of shapes rather than one per count. 32 is
 #: ADVI's call (8 restarts x 4 Monte Carlo points), which the mode search's single points
-#: then share: every shape is an XLA compilation of the whole graph (0.25 s for a
-#: one-parameter model, seconds for a latent GP).
+#: then share: every shape is an XLA compilation of the whole graph (cheap for a
+#: one-parameter model, slow for a latent GP).
 JAX_MIN_ROWS = 32
 
 #: Most rows of one JAX call on a CPU: longer matrices go in chunks of this many (the SMC
@@ -111,7 +112,7 @@ def _inline_ofg():
     rewrites see through it: PyMC 6's ``LKJCorr`` transform wraps a pad whose gradient
     slices at a start computed from shapes, a constant once inlined and folded, a traced
     value inside the wrapper (``jax`` refuses dynamic slices; the model then fell back to
-    numba: 59 s of compilation on its first call)."""
+    numba, and a long compilation on its first call)."""
     from pytensor.compile.builders import OpFromGraph
     from pytensor.graph import node_rewriter
     from pytensor.graph.replace import clone_replace
@@ -198,13 +199,14 @@ def compile_rows_jax(flat, outputs, *, what: str, ndim: int, check: bool = True)
 #: of :data:`JAX_MIN_ROWS` rows.
 HEAVY_ROW = 2**14
 #: Elements of intermediates a batch of rows may hold at once, counted over the graph's
-#: nodes before XLA fuses them: a 10**6-row logistic density counts 34 data-sized arrays a
-#: row where XLA held 3.3 (26.7 GB at 1024 rows), so 2**28 is about 200 MiB held.
+#: nodes before XLA fuses them: a 10**6-row logistic density counts many data-sized arrays
+#: a row of which XLA holds only a few (its unbatched base fit crashed), so 2**28 counted
+#: elements are a few hundred MiB held, not 2 GiB.
 ROW_BUDGET = 2**28
 #: Elements of a batch's largest intermediate array (4 MiB of float64) where one row's
 #: fits: the batch then stays in the CPU's cache. The 1 000-group Bernoulli hierarchy's
-#: 15-node quadrature, ``(15, 3000)`` a row, took 1.65 s at 1 000 points in batches of 32
-#: rows, 0.73 s in batches of 8 (``docs/performance.rst``).
+#: 15-node quadrature, ``(15, 3000)`` a row, ran much faster in batches of 8 rows than of 32
+#: (measured in :doc:`/performance`, "What a user meets: the first call on a new model").
 CACHE_ELEMENTS = 2**19
 
 
@@ -216,8 +218,9 @@ def row_chunk(outputs) -> int | None:
     :data:`JAX_MIN_ROWS`.
 
     A call's arrays then stay in the CPU's caches (the group quadrature of
-    :mod:`~pymc_evidence.transforms.group_quadrature` ran three times faster so, see
-    ``docs/performance.rst``), and a density over a million rows holds seven rows' arrays
+    :mod:`~pymc_evidence.transforms.group_quadrature` ran much faster so: measured in
+    :doc:`/performance`, "What a user meets: the first call on a new model"), and a density
+    over a million rows holds seven rows' arrays
     instead of 1024's. Models without data-sized intermediates keep one batch."""
     from pytensor.graph.traversal import ancestors
 

@@ -1,10 +1,9 @@
 """The Laplace Gaussian as the base, where it is one: no ADVI fit for Gaussian-like posteriors.
 
 A regression, a logistic regression with many rows, a Gaussian-like time series: the
-posterior has one mode and its Laplace approximation is nearly exact (20 000-row logistic
-regression: importance-sampling ESS 0.997 of the draws). ADVI's thousands of steps buy
-nothing there, and on many rows they are most of the cost of a call (the logistic
-regression's base took 11.5 s of a 57 s call at 5000 rows, 2.7 s without it).
+posterior has one mode and its Laplace approximation is nearly exact (on a 20 000-row
+logistic regression its importance-sampling ESS is nearly all of the draws). ADVI's
+thousands of steps buy nothing there, and on many rows they are most of the cost of a call.
 
 :func:`laplace_first` runs the mode search before any fit and accepts the Laplace Gaussian
 of the mode when
@@ -80,12 +79,11 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
     A fit still outside after :data:`CHECK_STEPS` steps goes on once, as long again, from
     where it stopped (its mean and marginal widths): on many rows a fit started at the
     default width 0.1 may not have shrunk to the posterior's yet (the 20 000-row logistic
-    regression: two of eight fits at 2.0-2.2 times its width, their ELBO 1.4-2.3 nats below
-    the Laplace one), and from a far prior draw its mean may not have arrived (AR(1): one
-    fit 26 sds away). A fit on a broad component (Skilling's bump) stays there. Fits still
-    outside after two rounds but within twice the bounds go on for a third (the 50 000-row
-    regression at seed 1: one of eight at 2.23 times the width after 800 steps, and the base
-    was then a 6000-step full-rank fit, 120 s instead of a few).
+    regression), and from a far prior draw its mean may not have arrived (AR(1)). A fit on
+    a broad component (Skilling's bump) stays there. Fits still outside after two rounds
+    but within twice the bounds go on for a third (on a 50 000-row regression one fit was
+    just outside after two, and the base was then a slow full-rank fit). Measured in
+    :doc:`/hard_models`, "Gaussian-like posteriors: the Laplace base first".
     """
     label = f"Checking the Laplace base: {len(starts)} short ADVI fits"
     scale = 0.1

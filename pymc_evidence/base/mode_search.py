@@ -35,7 +35,8 @@ __all__ = [
 #: Prior draws that start ascents too, up to :data:`SMALL_DIM` dimensions (and above).
 #: A mode whose basin holds 16 % of the prior mass (the lighter mode of a 5-D two-mode
 #: mixture) is missed by all 32 with probability 0.004, by the eight ADVI restarts alone
-#: with probability 0.3 (measured: one seed in two of the mixture lost the mode).
+#: with probability 0.3 (in practice the mixture often lost the mode: measured in
+#: :doc:`/hard_models`, "Modes of unequal mass and basin").
 N_PRIOR_STARTS = 32
 N_PRIOR_STARTS_LARGE = 8
 SMALL_DIM = 30
@@ -116,9 +117,10 @@ def search_modes(space: ModelSpace, base, density, rng, *, starts=None, callback
     basins they reach say that much of the prior lies in basins none reached
     (:func:`unseen_share` above :data:`MAX_UNSEEN`) or the last batch reached a basin no
     earlier start had: a posterior of many modes (an egg-box, label switching) gets the
-    starts it needs, a one-mode posterior only the first batch. (On the egg-box's 18 modes
-    the second batch of 32 reached two new basins with one singleton in 64 starts, and the
-    search stopped with 16 modes: 0.11 nats of evidence missing behind an se of 0.003.)
+    starts it needs, a one-mode posterior only the first batch. (On the egg-box a search
+    that stopped on the unseen share alone, while its last batch still reached new basins,
+    missed modes and evidence far beyond the se: measured in :doc:`/hard_models`, "The
+    other methods on separated modes".)
 
     Returns
     -------

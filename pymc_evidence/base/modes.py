@@ -11,7 +11,8 @@ A quasi-Newton ascent of ``log f`` from the model's initial point, from the fits
 and from a few dozen prior draws does find such a mode when its basin holds one of those
 points (a spike inside a bump: the ascent from the bump's centre climbs straight into it;
 a narrow, lighter mode whose basin holds 16 % of the prior mass: some prior draws lie in
-it, where the eight ADVI restarts all missed it one time in two). :func:`add_missed_modes` then asks
+it, where the eight ADVI restarts often all missed it; measured in :doc:`/hard_models`,
+"Modes of unequal mass and basin"). :func:`add_missed_modes` then asks
 whether the base covers each mode found. The test is the importance weight at the mode:
 
     gap_k = log f(x_k) - log q(x_k) - log_zeta,
@@ -135,8 +136,9 @@ def _better_fits(modes, stats, density, n_eval, rng):
     """Each mode's Gaussian and its importance-sampling stats, widened where a wider one
     does better (:func:`~pymc_evidence.base.widen.widest_better`): a mode pressed against a
     bounded prior's edge has an exponential tail in the unconstrained coordinates, which the
-    Laplace Gaussian's is far too light for (its ESS on the egg-box's edge modes was
-    8-70 %), and a too-light component gives the paths started from the base heavy-tailed
+    Laplace Gaussian's is far too light for (its ESS on the egg-box's edge modes was low;
+    measured in :doc:`/hard_models`, "Many modes: the egg-box"), and a too-light component
+    gives the paths started from the base heavy-tailed
     weights."""
     return [
         widest_better(mode, stat, density, n_eval, rng)[:2]

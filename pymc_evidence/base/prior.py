@@ -145,8 +145,8 @@ def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:
 def fit_starts(space, restarts: int, rng, progressbar: bool) -> np.ndarray:
     """The ADVI fits' starts (the model's initial point, then prior draws), with the batched
     density compiled (and cached) under a bar of its own: on a new model both compile, for
-    seconds (the LKJ model's first call, profiled on a busy machine: 1.2 s and 3.2 s before
-    its first bar), and a terminal that shows nothing meanwhile looks hung."""
+    seconds (the LKJ model's first call spent them before its first bar), and a terminal
+    that shows nothing meanwhile looks hung."""
     with progress_bar("Preparing the model: prior draws", 2, enabled=progressbar) as bar:
         starts = [space.initial_x()]
         if restarts > 1:

@@ -102,8 +102,8 @@ class ModelSpace:
     def initial_x(self) -> np.ndarray:
         """The model's initial point as a vector.
 
-        PyMC compiles a function for every ``model.initial_point()`` (0.24 s each on a
-        9-parameter ``LKJCholeskyCov`` model, three times a call); the compiled function is
+        PyMC compiles a function for every ``model.initial_point()`` (noticeable on a
+        9-parameter ``LKJCholeskyCov`` model, several times a call); the compiled function is
         kept here while the model's initial-value settings stay as they were. It reads the
         model's data when called, so ``pm.set_data`` is seen."""
         return self.ravel(self.initial_point())
@@ -173,7 +173,7 @@ class ModelSpace:
     def rows_function(self, key, graph_of):
         """:meth:`compile_raveled_rows` of ``graph_of()``, compiled once per ``key`` while
         this space lives (the outputs of a posterior group are compiled for every call of
-        a model otherwise: 0.2-0.7 s each time). ``key`` must name one graph for this
+        a model otherwise, a noticeable cost each time). ``key`` must name one graph for this
         space's model; the model's data stay inputs, so :func:`pymc.set_data` is seen."""
         fn = self._rows_fns.get(key)
         if fn is None:
@@ -245,8 +245,8 @@ class ModelSpace:
 def _compile_unconstrain(model: pm.Model):
     """``fn(values) -> list``: the free variables' unconstrained values at every row of
     their constrained ones (a list of ``(n, *shape)`` arrays), by one numpy call of the
-    graph vectorized over rows (a loop over 8000 posterior draws cost 0.3 s) or, where it
-    cannot be vectorized, a loop."""
+    graph vectorized over rows (a loop over thousands of posterior draws was slow) or, where
+    it cannot be vectorized, a loop."""
     inputs = [rv.type() for rv in model.free_RVs]
     to_input = dict(zip(model.free_RVs, inputs, strict=True))
     outputs = []
@@ -270,7 +270,7 @@ def _initial_point_fn(model):
 
     ``pymc.initial_point.make_initial_point_fn`` compiles in ``FAST_COMPILE``, whose inner
     graphs still compile C: an ``LKJCholeskyCov``'s initial point held a ``Scan`` whose C
-    code took 3-7 s of a new model's first call, before anything was on the screen. The
+    code took seconds of a new model's first call, before anything was on the screen. The
     values are PyMC's own expressions; where they cannot run without JIT, PyMC's function.
     """
     values = make_initial_point_expression(

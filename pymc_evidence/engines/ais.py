@@ -220,7 +220,7 @@ def run_forward_ais(
         tuning off), leapfrog steps, ``n_steps`` HMC steps at each intermediate ``beta``,
         the diagonal scale (``"base"``: the base's marginal standard deviations) and the
         tuning between stages (``target_accept``, ``adapt_step_size``; uncapped after a
-        divergence, the step kept growing into the leapfrog's stability limit: 3.9 % of a
+        divergence, the step kept growing into the leapfrog's stability limit, and a
         regression's trajectories diverged).
     x0 : ndarray, shape (n_particles, d), optional
         Exact draws from the base, instead of ``base.sample`` (e.g. for a prior base).

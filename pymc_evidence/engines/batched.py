@@ -12,8 +12,8 @@ normalized base log density ``log q`` on one flat vector, differentiates them wi
 A base with a closed-form ``logp_grad`` (Gaussian and mixture bases) needs no graph: then
 ``log f`` and its gradient come from :func:`~pymc_evidence.base.batched_logp.batched_logp`,
 the function ADVI compiled while fitting that base, and ``log q`` from numpy. One compile per
-model then serves the base fit and every particle method (a cold start of ``smc`` on a
-5-parameter regression: 15.8 s, of which 4.2 s compiled the second function this saves).
+model then serves the base fit and every particle method (on a cold start of ``smc`` the
+second compilation this saves was a sizeable share of the call).
 
 Both gradients are returned separately (rather than the gradient of one tempered density):
 any point of the geometric path ``beta * log f + (1 - beta) * log q`` is then a cheap numpy

@@ -4,8 +4,8 @@ An HMC step of the particle engines (:func:`~pymc_evidence.engines.hmc_step`) ru
 ``n_leapfrog`` leapfrog steps, each one batched evaluation of ``log f``, ``log q`` and their
 gradients. In numpy, each step is a call of the compiled density, a call of the base's closed
 form and a few array operations, and on small models their fixed costs are most of the time
-(the 3-component ``NormalMixture``: 1.3 ms a leapfrog step for 1000 particles, of which the
-model's density is 0.7 ms). Where the model's density runs on JAX
+(measured in :doc:`/performance`, "What a user meets: the first call on a new model"). Where
+the model's density runs on JAX
 (:class:`~pymc_evidence.base.jax_rows.JaxRows`) and the base has a jax form of its own
 (``jax_logp_grad``: Gaussian and mixture bases), :func:`leapfrogs` runs the whole trajectory
 as one jitted ``jax.lax.fori_loop``: one call, no Python between the steps, and the GIL free
@@ -40,17 +40,17 @@ __all__ = [
 
 #: Fewest particles whose trajectories run fused (fewer run on the numpy path). SMC's
 #: pilot run has 250 particles: fused from 128 rows, the 3-component mixture's warm call
-#: took 2.0 s where it took 2.8 s from 256 (the pilot's stages run alone, one after another,
-#: so their per-step cost is all on the critical path); from 64 rows (the step-size
-#: search's trial trajectories too) no faster, and its first call 0.3 s slower.
+#: was faster than from 256 (the pilot's stages run alone, one after another, so their
+#: per-step cost is all on the critical path); from 64 rows (the step-size search's trial
+#: trajectories too) no faster, and its first call slower.
 FUSED_MIN_ROWS = 128
 
 #: Up to this dimension a trajectory evaluates every base in the mixture form, padded to at
 #: least :data:`MIXTURE_MIN_COMPONENTS` components (a Gaussian base as a mixture of one; the
 #: count a power of two), so that a model's bases of different kinds and sizes share one
 #: compilation: a warm call whose base changed kind or size compiled its trajectories again
-#: (1 s of a 3.3 s call on the 3-component mixture, whose bases have 2 to 6 components by
-#: seed). The padding costs nothing at run time: the mixture's loop runs over the real
+#: (a large share of a warm call on the 3-component mixture, whose bases' component counts
+#: vary by seed). The padding costs nothing at run time: the mixture's loop runs over the real
 #: components only (:func:`~pymc_evidence.base.mixture.mixture_logp_grad_jax`), so a mixture
 #: base of any dimension is padded the same way. Above this dimension a Gaussian base keeps
 #: its own form (a mean-field one is elementwise, where the mixture form multiplies ``d x d``
@@ -61,14 +61,16 @@ MIXTURE_MIN_COMPONENTS = 8
 #: A subset of a set of particles (``rows`` of :func:`leapfrogs`) runs padded to the set's
 #: rows when that at most doubles its own padded rows, so that the copies an SMC run moves
 #: apart at its end share the compilations of its 250 and 1000 particles (256 and 1024
-#: rows) whatever their number. Padding more would cost more than a compilation: the
-#: 20 000-row logistic regression's 10 copies padded to 1024 rows took its warm call
-#: from 9 s to 30 s.
+#: rows) whatever their number. Padding more would cost more than a compilation: padding
+#: the 20 000-row logistic regression's few copies to 1024 rows made its warm call several
+#: times slower (measured in :doc:`/performance`, "What a user meets: the first call on a
+#: new model").
 SUBSET_PAD_MAX = 2
 #: ... and to the rows of SMC's pilot run (250 particles of the default 1000, padded to 256)
 #: on the same terms: 65 to 127 copies would otherwise run on the numpy path, whose density
-#: calls compile a 128-row shape nothing else uses (0.7 s, in a warm call of the
-#: 3-component mixture at seed 4, on a call of 2.7 s).
+#: calls compile a 128-row shape nothing else uses (a large share of a warm call of the
+#: 3-component mixture; measured in :doc:`/performance`, "What a user meets: the first call
+#: on a new model").
 PILOT_ROWS = 256
 
 

@@ -301,7 +301,7 @@ def run_resample_move(
     density : BatchedDensity
         From :func:`~pymc_evidence.engines.batched_log_densities`.
     x0 : ndarray, shape (R, d)
-        Exact draws from the base (see :func:`pymc_evidence.api.particles.base_particles`).
+        Exact draws from the base (see :meth:`pymc_evidence.problem.EvidenceProblem.base_draws`).
     rng : numpy.random.Generator
     settings : SMCSettings, optional
         Defaults: adaptive schedule, plain SMC (no ARM).

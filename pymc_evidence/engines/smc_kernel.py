@@ -228,12 +228,14 @@ class Kernel:
         they started, after at least :data:`MIN_REFRESH` steps, at most ``n_moves``. A base
         close to the posterior (one importance-sampling step, no intermediate stage) then
         costs two or three steps of a few copies, where ``n_moves`` steps of every particle
-        cost ten times the whole set: a 20 000-row logistic regression spent 90 % of its
-        time in that move. ``rows``, the run's number of particles: the copies' fused
+        cost ten times the whole set: a 20 000-row logistic regression spent most of its
+        time in that move (measured in :doc:`/hard_models`, "Gaussian-like posteriors: the
+        Laplace base first"). ``rows``, the run's number of particles: the copies' fused
         trajectories are padded to the whole set where that at most doubles them
         (:data:`~pymc_evidence.engines.leapfrog.SUBSET_PAD_MAX`), so that the number of
-        copies rarely compiles a size of its own (on the latent GP each size cost 1.4 s, in
-        warm calls too).
+        copies rarely compiles a size of its own (each size was a new compilation, in warm
+        calls too; measured in :doc:`/performance`, "What a user meets: the first call on a
+        new model").
         """
         s, acc, start = self.settings, [], state.x
         moved = np.zeros(start.shape[0], dtype=bool)

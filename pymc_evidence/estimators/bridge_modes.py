@@ -148,8 +148,9 @@ def chain_clusters(x, probability: float = NEAR_PROBABILITY, log_density=None) -
 
     The ellipsoids see only each chain's means and spreads. Two thin Gaussian shells in 5-D
     (radius 2, centres 7 apart, in the unconstrained coordinates of a uniform box) overlap
-    by them, and four chains split 3 : 1 between the shells were pooled as one region:
-    bridge sampling was 0.13 nats low with an se of 0.22 (the chains' disagreement). Given
+    by them, and chains split unevenly between the shells were pooled as one region:
+    bridge sampling was low, with a large se from the chains' disagreement (measured in
+    :doc:`/hard_models`, "The other methods on separated modes"). Given
     the ``log_density``, two chains the ellipsoids join are held apart where their draws
     are apart *and* a barrier lies between them:
 
@@ -157,13 +158,14 @@ def chain_clusters(x, probability: float = NEAR_PROBABILITY, log_density=None) -
       more than :data:`SEPARATION` times the chains' spacing (a chain's median distance
       from a draw to its nearest draw more than :data:`SPACING_LAG` draws away;
       coordinates in units of the pooled standard deviation). For chains of one region
-      both medians measure the same thing: their ratio was 0.93-1.05 on mixtures,
+      both medians measure the same thing: their ratio stayed close to 1 on mixtures,
       hierarchies (10 and 302 dimensions), an LKJ model, a latent GP and an AR(1)
-      series; the shells' chains 3.5-3.7, a 2-component mixture's 35;
+      series, and was well above :data:`SEPARATION` for the shells' chains and a
+      2-component mixture's;
     * the log density dips more than :data:`BARRIER` nats below both ends on the segment
       joining the two chains' closest draws, so that two slowly mixing chains of one
       connected region (a ridge each explores a part of) are not counted twice (the
-      shells' barrier: about 100 nats).
+      shells' barrier is far deeper).
     Parameters
     ----------
     x : array_like, shape (chain, draw, d)

@@ -49,9 +49,9 @@ ESS_W1_MIN = 50.0
 ESS_W1_MIN_FRACTION = 0.01
 BASE_MOMENT_Z_MAX = 5.0
 NONFINITE_FRACTION_MAX = 0.01
-#: Share of diverging HMC trajectories above which a particle method warns. Measured on the
-#: eight-schools model at defaults: 0.7-1.3 % non-centred (estimates right), 2.4-2.8 % (AIS)
-#: and 8-10 % (SMC) centred (estimates 0.3-0.5 nats low).
+#: Share of diverging HMC trajectories above which a particle method warns. On the
+#: eight-schools model at defaults the non-centred form (estimates right) diverged below it,
+#: the centred form (estimates low) above it.
 DIVERGING_FRACTION_MAX = 0.02
 
 

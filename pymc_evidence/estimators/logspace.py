@@ -54,8 +54,9 @@ def logsumexp(x, axis=None):
     """``log sum exp(x)`` over ``axis`` (all values when omitted), shifted by the maximum.
 
     The numbers of :func:`scipy.special.logsumexp` (``-inf`` for a slice of only ``-inf``,
-    ``inf`` and ``NaN`` propagated) without its array-API dispatch, which costs 60-90 µs a
-    call against 10-16 µs here on 1000 values: the SMC and annealing loops call it
+    ``inf`` and ``NaN`` propagated) without its array-API dispatch, which costs several
+    times this function's own work on 1000 values (measured in :doc:`/performance`, "What a
+    user meets: the first call on a new model"): the SMC and annealing loops call it
     thousands of times per run. Written here because no library offers the cheap form.
 
     Examples

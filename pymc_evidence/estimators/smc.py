@@ -40,9 +40,10 @@ __all__ = [
 ]
 
 #: Degrees of freedom the i.i.d. variance proxy counts for when it is pooled with the runs'
-#: spread into the se (measured with the settled HMC step: the proxy's se is 0.8-1.16 times
-#: the spread's on average over 12 models; pooled with 2 dof, ±2 se covered 95.5 % of 200
-#: runs, against 92 % for the spread alone and 97 % for a t factor on the spread alone).
+#: spread into the se: with the settled HMC step the proxy's se is close to the spread's on
+#: average, and pooled with 2 dof ±2 se covered the truth closer to 95 % than the spread
+#: alone or a t factor on it (measured in :doc:`/hard_models`, "The default over ten
+#: seeds").
 PROXY_DOF = 2.0
 #: Runs whose importance weights ``Z_r / sum Z`` have a Kish ESS below this fraction of the
 #: number of runs trigger a warning: the estimate then rests on one or two runs.
@@ -280,8 +281,9 @@ def smc_log_evidence(
     ``proxy_se = sqrt(mean proxy / n_runs)``. The spread includes every source of error
     within a run (resampling correlation, imperfect mixing) but with few runs it is itself
     noisy: with 4 runs the studentised error is a ``t`` with 3 degrees of freedom, and ±2
-    ``spread_se`` covers the truth only 86 % of the time (measured: 0.7-1.0 over 10 seeds
-    per model). The proxy ignores the correlation that resampling and moves leave, so it
+    ``spread_se`` covers the truth only 86 % of the time (its coverage over seeds is measured
+    in :doc:`/methods`, "Linked importance sampling, SMC and bridge sampling"). The proxy
+    ignores the correlation that resampling and moves leave, so it
     can be too small, but never by chance. So the two variances are pooled, the spread with
     ``n_runs - 1`` degrees of freedom and the proxy with :data:`PROXY_DOF`, the result is
     widened by :func:`few_runs_factor` for that many degrees of freedom (1.31 for 4 runs,

@@ -39,12 +39,10 @@ def refuse_many_modes(problem, options) -> None:
 
     A tempering chain moves between modes only through the hot end (``beta`` near 0),
     entering a mode at random each time it cools, so the evidence's se falls with the
-    round trips per mode. On the egg-box (18 modes, seed 1, default draws) ``ct``,
-    ``gibbs_ct`` and ``st`` gave +0.40 ± 0.30, +0.45 ± 0.30 and −0.36 ± 0.40 where ``smc``
-    gave −0.004 ± 0.015. At five components (a 3-component ``NormalMixture``'s six
-    label-switched modes, seeds 1–4) their se was 0.07–0.25, and on the two Gaussian shells
-    (seven components) 0.30–0.72: right within it, but no default length brings it under
-    0.15. At two (a 2-component mixture, mirror-image 1-D modes) it is 0.002–0.006. The
+    round trips per mode. With many modes (the egg-box, the two Gaussian shells, the six
+    label-switched modes of a 3-component ``NormalMixture``) their errors were right within
+    an se that no default length brings down to a usable size, where with two modes it is
+    small (measured in :doc:`/hard_models`, "The other methods on separated modes"). The
     annealing methods move every particle through every temperature at once and keep the
     base's modes in proportion.
     """
@@ -80,11 +78,10 @@ def refuse_modes_beyond_chains(problem, options) -> None:
     A NUTS chain stays in the mode it starts in, and reverse runs from mode ``k`` estimate
     ``Z_k / Q_k`` (``Q_k`` the base's mass there), not ``Z``; the se is therefore at least
     the spread between chains, which cannot show a mode that no chain sits in. With more
-    modes than chains some always go unvisited: on the two Gaussian shells (7 modes, 4
-    chains, seed 1) ``rais``, ``bar`` and ``lis`` were -0.335 ± 0.238, -0.321 ± 0.246 and
-    -0.311 ± 0.253, and ``rais`` on the egg-box (18 modes) -0.339 ± 0.235, where ``smc``
-    was within 0.05 nats on both. Draws passed as ``posterior=`` are the user's: they run,
-    with the chain-spread se and its warning.
+    modes than chains some always go unvisited: on the two Gaussian shells and the egg-box
+    ``rais``, ``bar`` and ``lis`` were off by about their (large) se where ``smc`` was close
+    (measured in :doc:`/hard_models`, "The other methods on separated modes"). Draws passed
+    as ``posterior=`` are the user's: they run, with the chain-spread se and its warning.
     """
     if options.get("posterior") is not None:
         return
@@ -157,9 +154,9 @@ def with_base_weights_se(est, base):
     bump, say) estimates ``Z_k / w_k`` for the component it sits in, so its answer leans on
     the component weights, which no chain checks; their se (``base.info["base_weights_se"]``,
     set by :func:`~pymc_evidence.base.modes.mixture_of`) then belongs in the estimate's.
-    Measured on Skilling's phase transition (seed 1): errors of 0.0003-0.0004 nats against
-    batch-means se of 0.0001 (3-4 se) for ``ct``, ``gibbs_ct`` and ``st``. Bases without that
-    entry leave ``est`` unchanged.
+    On Skilling's phase transition the batch-means se alone of ``ct``, ``gibbs_ct`` and
+    ``st`` was several times smaller than their errors (measured in :doc:`/hard_models`,
+    "Every method, one seed"). Bases without that entry leave ``est`` unchanged.
     """
     extra = float(base.info.get("base_weights_se", 0.0)) if hasattr(base, "info") else 0.0
     if not extra > 0.0:

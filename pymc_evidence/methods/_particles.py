@@ -83,9 +83,10 @@ def with_chain_spread(est, start: ReverseStart | None, estimate_of) -> tuple:
     reverse runs whose average estimates ``Q_k / Z_k`` (``Q_k`` the base's mass there) in
     place of ``1 / Z``: unless the base's masses match the posterior's, the estimate then
     depends on how the chains split between the modes, which the spread over runs cannot
-    see. Measured on ``testing.gaussian_shells`` (two shells, four chains split 3 : 1, seed
-    1): ``rais`` −0.242 ± 0.076, ``bar`` −0.217 ± 0.052, ``lis`` −0.229 ± 0.083, no better
-    with 4x the runs or stages. Leaving one chain's runs out at a time
+    see: on ``testing.gaussian_shells`` (two shells, the chains split unevenly between them)
+    ``rais``, ``bar`` and ``lis`` were biased, no better with more runs or stages (measured
+    in :doc:`/hard_models`, "The other methods on separated modes"). Leaving one chain's
+    runs out at a time
     (:func:`~pymc_evidence.estimators.mcse.grouped_jackknife_se`) sees the split; where all
     chains agree it is about the runs' own se (at most its noise is added).
 
@@ -133,8 +134,9 @@ def unvisited_base_modes(base, x: np.ndarray) -> list:
     Reverse runs start only where the draws are: NUTS chains rarely cross between separated
     modes, so a mode the base holds (the mode search found it) but no chain entered is
     missing from the reverse and two-way estimates. On ``testing.unequal_modes`` (a narrow
-    mode with 30 % of ``Z``), seed 1: rais +0.24 ± 0.04, lis +0.10 ± 0.03, bar +0.09 ± 0.03,
-    while smc and ais, which anneal from the base, were within 0.04.
+    mode with 30 % of ``Z``) ``rais``, ``lis`` and ``bar`` were high by several se, while ``smc``
+    and ``ais``, which anneal from the base, were close (measured in :doc:`/hard_models`,
+    "Modes of unequal mass and basin").
     """
     if not isinstance(base, MixtureBase):
         return []

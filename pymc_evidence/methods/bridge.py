@@ -59,9 +59,9 @@ MIN_DRAWS_PER_CHAIN = 8
 #: NUTS target acceptance of the internal run (PyMC's default).
 TARGET_ACCEPT = 0.8
 #: Most nats of estimation noise (:func:`covariance_noise`) in the proposal's covariance that
-#: bridge sampling is run with. Measured on centred Gaussian hierarchies at the defaults
-#: (4 x 1000 draws, 2000 fit the proposal), seed 1: 152 parameters (2.9 nats) -0.07 +- 0.09;
-#: 252 (7.9) +0.14 +- 0.15; 352 (15.5) -2.2 +- 1.3; 502 (31.5) -9.0 +- 0.8.
+#: bridge sampling is run with: on centred Gaussian hierarchies at the defaults, noise
+#: well below it left the estimate within its se, noise well above it put the estimate far
+#: outside (measured in :doc:`/hard_models`, "Every method, one seed").
 MAX_COVARIANCE_NOISE = 8.0
 
 
@@ -259,8 +259,9 @@ def _with_more_chains(problem, x, found, options):
     estimate and its :class:`~.bridge_missed.MissedModes`), NUTS chains started at its
     peaks join the draws and everything is estimated again (stream ``"more_chains"``):
     the estimate, its runs, iterates and missed modes, the draws and their clusters, and
-    the new chains' divergences. At seed 2 of the two Gaussian shells all four chains sat
-    in one shell and bridge was 0.66 nats low (with a warning); see :func:`chains_at`."""
+    the new chains' divergences. Where all chains of the two Gaussian shells sat in one
+    shell, bridge was far too low before (with a warning; measured in :doc:`/hard_models`,
+    "The other methods on separated modes"); see :func:`chains_at`."""
     more = chains_at(problem, found[3].peaks, TARGET_ACCEPT, draws=x.shape[1])
     x = np.concatenate([x, _posterior_draws(more, problem.space)])
     clusters = _clusters(x, problem.log_f)

@@ -10,8 +10,8 @@ initial point, the clusters' means and the modes of a mixture likelihood's compo
 (:mod:`~pymc_evidence.base.component_starts`) climb into such a mode when its basin holds
 one of those points; ascents from prior draws, in batches while they keep reaching new
 basins, also find a mirror mode that every chain missed (``y ~ N(theta^2, 1)`` with all
-chains at ``theta > 0``; with 4 prior draws bridge missed the narrow mode of
-``testing.unequal_modes``, 0.36 nats low with an se of 0.001) and the many modes of an
+chains at ``theta > 0``; with a few prior draws bridge missed the narrow mode of
+``testing.unequal_modes``, low by far more than its small se) and the many modes of an
 egg-box. A search still finding new basins when it stops is reported. A mode
 is *missed* when no posterior draw comes within Mahalanobis distance
 ``sqrt(chi2.ppf(0.999, d))`` of it in its own Laplace metric (a draw of the Laplace
@@ -28,9 +28,10 @@ density between modes without its ESS showing it.
 A missed mode whose mass its Laplace Gaussian cannot measure (the rules drop it) is still
 reported when its peak is as high as the highest posterior draw's density (within
 :data:`PEAK_SLACK` nats) and the density dips between it and the nearest draw: two thin
-Gaussian shells in 5-D whose four chains all sat in one shell gave 0.66 nats low with an se
-of 0.03 and no warning; the ascents reached the other shell (peak -5.61, the draws' highest
--5.63), but a shell is no Gaussian, and its mass stayed out of the estimate. A
+Gaussian shells in 5-D whose four chains all sat in one shell gave an estimate far too low
+with a small se and no warning; the ascents reached the other shell (its peak as high as
+the draws'), but a shell is no Gaussian, and its mass stayed out of the estimate (measured
+in :doc:`/hard_models`, "The other methods on separated modes"). A
 :class:`~pymc_evidence.CrossCheckWarning` now says so.
 """
 
@@ -157,7 +158,7 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
         if isinstance(fresh, BaseFitError) or fresh["is_ess"] < MIN_ESS_SHARE * N_EVAL:
             # rare: keep the first mass, with the se of the lowest ESS that kept it;
             # a fresh ESS of 1 (a corner mode of the egg-box whose Gaussian reached another
-            # mode's peak) put the estimate 0.56 nats high
+            # mode's peak) put the estimate far too high
             fresh = {"log_is": float(mode.log_zeta), "is_ess": MIN_ESS_SHARE * N_EVAL}
         log_mass.append(fresh["log_is"])
         se.append(_mass_se(fresh, mode))
@@ -171,8 +172,9 @@ def _mass_se(fresh: dict, mode) -> float:
     No draw visited the mode, so its mass rests on a Gaussian alone; where the density
     between modes is not negligible (an egg-box's modes meet at saddles 13 % as high as
     their peaks), the Gaussian's tail misses some of it without its ESS showing it, and a
-    mode whose Laplace and importance-sampling masses differ is one such. On the egg-box
-    bridge was 0.013-0.017 nats low at se 0.003 (4.6-5.7 se) at three of ten seeds."""
+    mode whose Laplace and importance-sampling masses differ is one such: on the egg-box
+    bridge was slightly low by several of its se before (measured in :doc:`/hard_models`,
+    "The other methods on separated modes")."""
     is_se = np.sqrt(max(1.0 / fresh["is_ess"] - 1.0 / N_EVAL, 0.0))
     laplace = mode.info.get("laplace_log_zeta", fresh["log_is"])
     return float(np.hypot(is_se, fresh["log_is"] - laplace))

@@ -43,10 +43,9 @@ def _proposal_logs(log_f, x_prop, log_g_prop) -> tuple[np.ndarray, np.ndarray, i
 #: Numbers of k-means pieces tried for the proposal mixture (1: one Gaussian).
 PIECES = (1, 2, 3, 4, 6, 8, 12, 16)
 #: Held-out nats per draw by which a mixture of pieces must beat the single Gaussian to be
-#: used. Measured (seed 1, held-out mean log density of the fitting half's odd draws under
-#: a fit to its even draws): 3-component ``NormalMixture`` (label switching) -10.04 with
-#: one Gaussian, -7.69 with 12 pieces; 5-d regression 2.055 vs 2.012 at best; centred eight
-#: schools -15.29 vs -15.22. Near-Gaussian posteriors keep the single Gaussian.
+#: used. On a label-switching 3-component ``NormalMixture`` the pieces won by far more than
+#: this; near-Gaussian posteriors (a regression, eight schools) keep the single Gaussian
+#: (measured in :doc:`/methods`, "Linked importance sampling, SMC and bridge sampling").
 MIXTURE_GAIN = 0.25
 
 
@@ -83,7 +82,8 @@ def gaussian_fit(flat):
 
     Chains that hop between the label-switched modes of a mixture pool draws from several
     modes; one Gaussian fitted to them spreads over the modes and the space between, a poor
-    proposal (3-component ``NormalMixture``, seed 1: -0.18 +- 0.09). Each candidate in
+    proposal (biased on a 3-component ``NormalMixture``; measured in :doc:`/methods`,
+    "Linked importance sampling, SMC and bridge sampling"). Each candidate in
     :data:`PIECES` is fitted to the even draws and scored by the mean log density of the
     odd ones; a mixture is used when it beats the single Gaussian by :data:`MIXTURE_GAIN`
     nats per draw, and is then refitted to all draws. Any normalised density that can be

@@ -70,7 +70,8 @@ class _JointSampler:
         self.problem, self.base = problem, problem.tempering_base
         # PyMC's NUTS unless the user names another: it reuses one compiled density across
         # the adaptation rounds, where nutpie compiles the extended model for every round
-        # (measured on a 5-d regression: 12 s with PyMC's, 21-30 s with nutpie).
+        # (slower; measured in :doc:`/sampling_arguments`, "Which method honours which
+        # argument").
         self.sampler = problem.sampling.nuts_sampler or "pymc"
         self.ext = continuous_tempering(
             self.base,

@@ -45,14 +45,11 @@ __all__ = [
 #: HMC steps per stage at least (``n_moves=None``, the default): :data:`FEW_MOVES` up to
 #: :data:`FEW_MOVES_MAX_DIM` dimensions, :data:`MOVES` above; more follow, five at a time,
 #: while the weights have not forgotten the positions the stage began from (the
-#: ``decorrelation`` rule). Measured over ten seeds each with the rule on (coverage of
-#: +-2 se, largest error): at 5, the 3-component mixture's warm call took 2.1 s instead of
-#: 3.2 s at the same error (coverage 1.0 both, seeds 1-30), and 23 models of up to 22
-#: dimensions kept coverage >= 0.9 (the 2-component mixture 0.8 at seeds 1-10, 1.0 at
-#: 11-30); above, 5 moves let the 60-step random walk's mean error fall from -0.037 to
-#: -0.062 (coverage 0.9 -> 0.7) and the 175-parameter radon slopes' coverage fall from
-#: 0.9 to 0.7 for 15 % of its time: there the weights' correlation passes the check
-#: before the slow directions have moved.
+#: ``decorrelation`` rule). Up to that dimension the fewer moves made warm calls faster at
+#: the same error and coverage; above it they let the errors of a long random walk and the
+#: radon slopes grow and their coverage fall: there the weights' correlation passes the
+#: check before the slow directions have moved (measured in :doc:`/performance`, "What a
+#: user meets: the first call on a new model").
 FEW_MOVES = 5
 MOVES = 10
 FEW_MOVES_MAX_DIM = 30
@@ -61,29 +58,29 @@ FEW_MOVES_MAX_DIM = 30
 #: Leapfrog steps of an HMC move (``n_leapfrog=None``, the default): :data:`LEAPFROG`, or
 #: :data:`HYPER_LEAPFROG` on the hyperparameters of a hierarchy whose group effects were
 #: integrated out (:mod:`~pymc_evidence.transforms.group_effects`), a space of a few
-#: dimensions holding one bump. There the tuned step is 0.5-0.8 of the particles' spread,
-#: and ten leapfrogs run 5-8 spreads, most of an orbit, at the price of every row's
-#: quadrature per leapfrog; five reach as far as the moves need (the ``decorrelation``
-#: rule adds moves where they do not). Measured in ``docs/performance.rst`` ("Twentieth
-#: session").
+#: dimensions holding one bump. There the tuned step is a large share of the particles'
+#: spread, and ten leapfrogs run most of an orbit, at the price of every row's quadrature
+#: per leapfrog; five reach as far as the moves need (the ``decorrelation`` rule adds
+#: moves where they do not). Measured in :doc:`/performance`, "What a user meets: the
+#: first call on a new model" (twentieth session).
 LEAPFROG = 10
 HYPER_LEAPFROG = 5
 
 #: ``posterior_moves="auto"``: HMC steps of every particle at ``beta = 1`` after the last
 #: reweighting; on a model of more than :data:`LIGHT_ROWS` observed values at most
 #: :data:`POSTERIOR_BUDGET` times the stages' own moves (a run that went from the base to
-#: the posterior in one step gets none: 5 steps of a 10^6-row regression's particles would
-#: cost 20 times its run). On bambi's 12-group ``y ~ 1 + x + (1|g)`` the group scale's 5 %
-#: quantile over seeds 1-5 was 0.078 without them, 0.061 with 5 (exact 0.059;
-#: ``docs/hard_models.rst``, "The posterior's tails").
+#: the posterior in one step gets none: on a very large regression the moves would cost
+#: many times its run). On bambi's 12-group ``y ~ 1 + x + (1|g)`` they brought the group
+#: scale's 5 % quantile from too high to close to its exact value (measured in
+#: :doc:`/hard_models`, "The posterior's tails").
 POSTERIOR_MOVES = 5
 POSTERIOR_BUDGET = 1.0
 LIGHT_ROWS = 5_000
 
 #: Particles of a run (``n_particles=None``, the default): :data:`PARTICLES`, or
 #: :data:`HYPER_PARTICLES` on an integrated hierarchy's hyperparameters, where every
-#: particle's density call costs each group's quadrature (a thousand groups: 0.7 ms a
-#: particle) and a few dimensions need no more to place the stages and carry the weights;
+#: particle's density call costs each group's quadrature and a few dimensions need no
+#: more to place the stages and carry the weights;
 #: the runs' spread still gives the se.
 PARTICLES = 1000
 HYPER_PARTICLES = 500
@@ -238,10 +235,10 @@ def _pilot_schedule(problem, density, settings, n_particles, callback):
 
     Choosing each run's next temperature from its own particles' weights makes ``Zhat``
     biased (an unusually heavy particle shortens the step that would have counted it in
-    full); runs on a schedule fixed in advance are unbiased in ``Z``. Measured on the 175-d
-    radon varying slopes (10 seeds): per-run schedules and 10 moves per stage were low by
-    0.061 nats on average (±2 se coverage 0.4); the pilot's schedule (250 particles) with
-    moves until decorrelation, by 0.029 (coverage 0.8).
+    full); runs on a schedule fixed in advance are unbiased in ``Z``. On the 175-d radon
+    varying slopes per-run schedules were biased low with poor coverage; the pilot's
+    schedule with moves until decorrelation roughly halved the bias (measured in
+    :doc:`/hard_models`, "The default over ten seeds").
     """
     rng = problem.rng("pilot")
     pilot = replace(settings, schedule="adaptive", arm=False)

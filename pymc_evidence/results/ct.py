@@ -91,7 +91,8 @@ def ct_parts(raw, *, method=None, rng=None, rounds=None, diagnostics=None, setti
     est = ct_log_evidence(delta, log_zeta, method=method)
     lw0, lw1 = log_w0(delta), log_w1(delta)
     # k-hat of w1 is recorded, not warned on: w1 grows only linearly in |delta|, so its
-    # variance is finite and PSIS' tail fit misleads (k-hat 3-5 at Kish ESS 99.9 %)
+    # variance is finite and PSIS' tail fit misleads (a large k-hat at a Kish ESS of nearly
+    # all the draws)
     pareto = {"pareto_k": pareto_khat(lw1)}
     est = checked(est, {**(diagnostics or {}), **divergences(raw), **pareto})
     raw_post = get_group(raw, "posterior")

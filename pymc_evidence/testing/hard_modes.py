@@ -40,8 +40,9 @@ def unequal_modes(
     written as a ``pm.Mixture`` of two ``MvNormal`` observed at ``y = 0``. Exactly,
     :math:`Z = w\, N(c\mathbf 1; 0, (s_0^2 + s_1^2) I) + (1 - w)\, N(-c\mathbf 1; 0,
     (s_0^2 + s_2^2) I)`. With the defaults the narrow mode holds 30 % of ``Z`` but its basin
-    only about 16 % of the prior mass: the eight ADVI restarts of a default base all missed
-    it on one seed in two before prior draws also started the mode search.
+    only about 16 % of the prior mass: the eight ADVI restarts of a default base often all
+    missed it before prior draws also started the mode search (measured in
+    :doc:`/hard_models`, "Modes of unequal mass and basin").
 
     Parameters
     ----------

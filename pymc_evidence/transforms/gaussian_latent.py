@@ -5,8 +5,9 @@
 exact, ``y | θ ~ N(b + A μ_v, A diag(σ_v²) A^T + diag(σ_y²))`` with ``A = ∂μ_y/∂v`` and
 ``b = μ_y(v = 0)``, and the evidence does not change. Annealing in the joint space instead
 meets a posterior of ``v`` whose correlations change with ``θ`` (the kernel's lengthscale):
-the default took 25-30 s on a 20-point GP (2.5 times ``pm.sample_smc``) and was low by
-~0.1 nats, in minutes, at 30-40 points.
+the default was slower than ``pm.sample_smc`` on a 20-point GP, and low, in minutes, at
+30-40 points (measured in :doc:`/hard_models`, "Latent Gaussian values integrated out:
+latent GPs").
 
 :func:`integrate_gaussian_latent` finds such a variable by the graph alone: a free ``Normal``
 ``v`` whose only dependent term is one observed ``Normal`` ``y``, whose scale does not depend
@@ -177,7 +178,8 @@ def _varying(model, latents, a) -> bool:
     vary (the group effects of a hierarchy, a regression's coefficients with unknown noise)
     the model keeps its form: the non-centred joint space is right there, and the 2-d
     marginal of eight schools, whose ``log tau`` has an exponential tail the bases do not
-    reach, was low by 0.03-0.04 nats at 2-3 se on 3 of 10 seeds."""
+    reach, was low at some seeds (measured in :doc:`/hard_models`, "Latent Gaussian values
+    integrated out: latent GPs")."""
     others = [rv for rv in model.free_RVs if rv not in latents]
     return not free_of(pt.sum(a), others)
 
@@ -203,9 +205,8 @@ def _latent_covariance(a, var_v):
     """``A diag(var_v) A^T``, as ``c S`` where ``A`` is the lower Cholesky factor of ``S``
     and the latents' prior variances are one constant ``c``: ``pm.gp.Latent`` writes
     ``f = chol(K) v`` with ``v ~ N(0, 1)``, so the marginal covariance is ``K`` itself,
-    and the density and its gradient then need no Cholesky factor of ``K`` (one factor of
-    order 20 instead of two, with their gradients, on a 20-point latent GP: 0.6 times
-    the time a point)."""
+    and the density and its gradient then need no Cholesky factor of ``K`` (one factor
+    instead of two, with their gradients, which makes a latent GP's density faster)."""
     try:
         c = get_underlying_scalar_constant_value(rewrite_graph(var_v, include=("canonicalize",)))
     except NotScalarConstantError:

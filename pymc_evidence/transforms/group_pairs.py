@@ -132,7 +132,8 @@ def _negative_part(a, b, c, xp):
     differently by XLA in the three entries of one row. ``max(λ, 0)`` is written
     ``(λ + |λ|) / 2``: PyTensor's gradient of ``maximum`` on JAX was wrong at the rank-one
     Hessians' ``hi ≈ 0`` (right on the C backend), and the annealing's moves suffered
-    (measured in ``docs/hard_models.rst``, "Group effects integrated out")."""
+    (measured in :doc:`/hard_models`, "Group effects integrated out: hierarchies of hundreds
+    to thousands of groups")."""
     half = (a - c) / 2
     radius = xp.sqrt(xp.maximum(half**2 + b**2, 1e-300))  # no 0 under the root: its gradient
     hi, lo = (a + c) / 2 + radius, (a + c) / 2 - radius

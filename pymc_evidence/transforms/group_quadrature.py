@@ -12,7 +12,8 @@ each step at most :data:`MAX_STEP` long where the likelihood is not Gaussian in 
 effect), ``s_j = (-h_j''(m_j))^{-1/2}`` and ``(x_k, w_k)`` the ``K``-point Gauss-Hermite
 rule. This is lme4's ``nAGQ`` for GLMMs: exact for a Gaussian integrand at ``K = 1`` (the
 Laplace approximation), and exact in the limit of many nodes for any smooth integrand.
-The node count is chosen where the model is made, by doubling (:func:`rule_for`).
+The node count is chosen where the model is made
+(:func:`~pymc_evidence.transforms.group_effects.choose_rule`).
 
 The graph's gradient does not run through Newton's iterations: the mode enters as a
 constant (:func:`pytensor.gradient.zero_grad`; at the mode ``∂Q/∂m`` vanishes for
@@ -102,7 +103,8 @@ class RowTerms:
         ``(J, r)`` table (``r`` the largest group, shorter groups padded with zeros; a
         reshape where the groups are contiguous and equal) and summed along it. XLA's CPU
         backend runs a scatter-add, a segment sum or a cumulative sum one element at a
-        time, about ten times slower than the density itself (``docs/performance.rst``);
+        time, far slower than the density itself (measured in :doc:`/performance`,
+        "What a user meets: the first call on a new model");
         a gather and a sum run at the density's speed. Where padding would more than
         quadruple the rows (a few large groups among many small ones), the scatter-add
         stays."""

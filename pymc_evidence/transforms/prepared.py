@@ -5,8 +5,8 @@ user's model: its discrete variables summed out (:mod:`.marginal`), its Gaussian
 integrated (:mod:`.gaussian_latent`), its centred location-scale variables non-centred
 (:mod:`.reparam`). Each copy is kept, keyed weakly by the user's model, while the model's
 variables, coords and data are unchanged (:func:`fingerprint`), so that the functions
-compiled for it are reused by later calls (a warm ``smc`` on the centred eight schools:
-2.0 s with a new copy per call).
+compiled for it are reused by later calls (with a new copy per call, a warm ``smc`` on the
+centred eight schools compiled again and was much slower).
 """
 
 from __future__ import annotations
