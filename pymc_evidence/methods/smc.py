@@ -67,14 +67,16 @@ LEAPFROG = 10
 HYPER_LEAPFROG = 5
 
 #: ``posterior_moves="auto"``: HMC steps of every particle at ``beta = 1`` after the last
-#: reweighting; on a model of more than :data:`LIGHT_ROWS` observed values at most
-#: :data:`POSTERIOR_BUDGET` times the stages' own moves (a run that went from the base to
-#: the posterior in one step gets none: on a very large regression the moves would cost
-#: many times its run). On bambi's 12-group ``y ~ 1 + x + (1|g)`` they brought the group
-#: scale's 5 % quantile from too high to close to its exact value (measured in
+#: reweighting; where a density call does more than :data:`LIGHT_ROWS` row evaluations
+#: (:func:`density_work`) at most :data:`POSTERIOR_BUDGET` times the stages' own moves per
+#: particle (a run that went from the base to the posterior in one step gets none: on a
+#: very large regression the moves would cost many times its run; on a thousand-group
+#: hierarchy, where each row is evaluated at every quadrature node, five cost as much as
+#: the stages). On bambi's 12-group ``y ~ 1 + x + (1|g)`` they brought the group scale's
+#: 5 % quantile from too high to close to its exact value (measured in
 #: :doc:`/hard_models`, "The posterior's tails").
 POSTERIOR_MOVES = 5
-POSTERIOR_BUDGET = 1.0
+POSTERIOR_BUDGET = 0.4
 LIGHT_ROWS = 5_000
 
 #: Particles of a run (``n_particles=None``, the default): :data:`PARTICLES`, or
@@ -186,7 +188,8 @@ def _settings(options, method, ndim=None, hyper: bool = False, rows: int = 0) ->
     """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``
     (:data:`MOVES` where it is not known: the options' check before any model is seen),
     ``n_leapfrog=None`` by ``hyper`` (the space is an integrated hierarchy's
-    hyperparameters), ``posterior_moves="auto"`` by the observed ``rows``."""
+    hyperparameters), ``posterior_moves="auto"`` by the ``rows`` a density call evaluates
+    (:func:`density_work`)."""
     values = {k: options[k] for k in _SETTING_NAMES}
     if values["n_moves"] is None:
         values["n_moves"] = MOVES if ndim is None else default_n_moves(ndim)
@@ -200,6 +203,17 @@ def _settings(options, method, ndim=None, hyper: bool = False, rows: int = 0) ->
     light = rows <= LIGHT_ROWS or not auto
     values["posterior_budget"] = float("inf") if light else POSTERIOR_BUDGET
     return SMCSettings(arm=method == "arm", **values)
+
+
+def density_work(problem) -> int:
+    """Row evaluations of one density call: the observed values, each evaluated at every
+    Newton step and quadrature point where a hierarchy's group effects are integrated out
+    (``nodes ** k`` points for ``k`` effects a group)."""
+    rows = observed_size(problem.source or problem.model)
+    rule = getattr(problem.summed, "rule", None) if problem.hyperparameters_only else None
+    if rule is None:
+        return rows
+    return rows * (rule.steps + rule.nodes ** len(problem.summed.names))
 
 
 def observed_size(model) -> int:
@@ -263,7 +277,7 @@ class _Run:
 
 
 def _run(problem, options, method) -> MethodResult:
-    rows = observed_size(problem.source or problem.model)
+    rows = density_work(problem)
     settings = _settings(options, method, problem.space.ndim, problem.hyperparameters_only, rows)
     n_particles = _n_particles(options, problem.hyperparameters_only)
     n_runs = int(options["n_runs"])
