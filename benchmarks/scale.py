@@ -18,6 +18,10 @@ Models (each with a log Z computed without pymc_evidence):
   (``z @ L.T``, as bambi writes ``(1 + x | g)`` with a full covariance) or centred
   (``MvNormal(0, chol=L)``) (:func:`pymc_evidence.testing.lkj_slopes.lkj_slope_hierarchy`:
   closed form given the covariance, composite Gauss-Legendre over its three parameters);
+* ``crossed:J``: crossed random intercepts ``(1|county) + (1|year)``, ``J`` counties of 4
+  rows crossed with 10 years, a ``HalfNormal(1)`` scale each, written centred
+  (:func:`pymc_evidence.testing.crossed.crossed_intercepts`: Woodbury given the scales,
+  composite Gauss-Legendre over the three of them);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
@@ -56,7 +60,17 @@ HERE = Path(__file__).resolve().parent
 #: Importance-sampling draws of each of the logistic truth's two proposals: 2 000 gave
 #: the 20 000-row truth an se of 0.011 (larger than the default's), 20 000 give about 0.003.
 IS_DRAWS = 20_000
-KINDS = ("gauss", "poisson", "bernoulli", "binomial", "slopes", "lkj", "lkjc", "logistic")
+KINDS = (
+    "gauss",
+    "poisson",
+    "bernoulli",
+    "binomial",
+    "slopes",
+    "lkj",
+    "lkjc",
+    "crossed",
+    "logistic",
+)
 
 
 def build(name: str):
@@ -79,6 +93,10 @@ def build(name: str):
         from pymc_evidence.testing.lkj_slopes import lkj_slope_hierarchy
 
         system = lkj_slope_hierarchy(J=J, rows=4, seed=1, centered=kind == "lkjc")
+    elif kind == "crossed":
+        from pymc_evidence.testing.crossed import crossed_intercepts
+
+        system = crossed_intercepts(J=J, K=10, rows=4, seed=1)
     elif kind == "logistic":
         return logistic(J)
     else:

@@ -17,6 +17,7 @@ from scipy import integrate, special, stats
 
 import pymc_evidence as pme
 from pymc_evidence.methods.smc import default_n_particles
+from pymc_evidence.testing.crossed import crossed_intercepts
 from pymc_evidence.testing.glmm import count_hierarchy, group_log_integrals
 from pymc_evidence.testing.hierarchical import hierarchical_normal
 from pymc_evidence.transforms.group_effects import MIN_GROUPS, integrate_group_effects
@@ -180,6 +181,20 @@ def test_default_evidence_of_a_glmm(kind):
     assert post["b"].shape == draws and post["b"].dims[-1] == "group"
     # the group effects' posterior mean against the groups' data: shrunk toward mu
     assert np.isfinite(post["b"].values).all()
+
+
+@pytest.mark.parametrize("centered", [True, False])
+def test_default_evidence_of_crossed_intercepts(centered):
+    """``(1|county) + (1|year)`` with a scale each: the counties are integrated, the years
+    stay, and written centred they are made non-centred (their value variable, read by the
+    integral's potential, follows: before, the call failed with ``MissingInputError``)."""
+    system = crossed_intercepts(J=30, K=6, rows=3, seed=1, centered=centered)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pme.sample_evidence(system.model, random_seed=1, progressbar=False)
+    est = pme.log_evidence(idata)
+    assert_log_z(est, system.log_z, abs_tol=0.15, se_max=0.1, label=f"crossed {centered}")
+    assert idata["posterior"]["b"].shape[-1] == 6 and idata["posterior"]["a"].shape[-1] == 30
 
 
 def test_default_evidence_of_a_centred_gaussian_hierarchy():

@@ -565,7 +565,8 @@ def test_compare_shows_a_cross_checks_methods_and_readable_zoom_ticks():
     the zoom panel keeps three ticks (at -a, 0, a), whose labels do not collide."""
     check = E(-5.0, 0.002, "smc+bridge", per_chain_log_z=np.array([-4.997, -5.001]),
               per_chain_se=np.array([0.004, 0.002]))  # fmt: skip
-    ax = plot_compare({"coin": check, "other": E(-9.0, 0.003, "smc")}, zoom=False)
+    with pytest.warns(pme.CrossCheckWarning, match="different methods"):
+        ax = plot_compare({"coin": check, "other": E(-9.0, 0.003, "smc")}, zoom=False)
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
     assert labels == ["smc+bridge", "smc", "bridge"]
     np.testing.assert_allclose(_bars(ax)[:3, 0], [0.0, 0.003, -0.001], atol=1e-12)

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytest
 from _accuracy import assert_log_z
 from scipy import stats
 
@@ -223,3 +224,19 @@ def test_a_funnel_kept_as_written_anneals_from_the_prior():
         warnings.simplefilter("ignore")
         result = pme.sample_evidence(system.model, random_seed=1, reparam=None, progressbar=False)
     assert_log_z(pme.log_evidence(result), system.log_z, abs_tol=0.1, label="smc, funnel")
+
+
+def test_a_potential_on_a_rewritten_value_variable_follows_it():
+    """A potential built on the model's value variables (as the integrations make them):
+    after ``b`` becomes ``tau * b_z``, the potential reads ``b``'s new expression, and the
+    log density differs only by the Jacobian ``tau^K``."""
+    with pm.Model() as model:
+        tau = pm.HalfNormal("tau", 1.0)
+        b = pm.Normal("b", 0.0, tau, shape=3)
+        pm.Potential("on_values", -0.5 * ((model.rvs_to_values[b] - 1.0) ** 2).sum())
+    new = reparametrize(model)
+    z = np.array([0.3, -1.2, 0.8])
+    log_tau = np.log(0.7)
+    mine = new.compile_logp()({"tau_log__": log_tau, "b_z": z})
+    theirs = model.compile_logp()({"tau_log__": log_tau, "b": 0.7 * z})
+    assert mine == pytest.approx(theirs + 3 * log_tau)

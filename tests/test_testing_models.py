@@ -336,6 +336,24 @@ def test_hierarchical_quantiles_against_prior_monte_carlo():
         assert np.all(np.abs(cdf - probs) < 4 * se), (cdf, probs, se)
 
 
+def test_crossed_log_lik_against_the_dense_covariance():
+    """Woodbury and the Schur complement onto (mu, years) against scipy's density of the
+    dense ``sigma^2 I + U D U'`` at two points (``tau_b`` an array: both at once)."""
+    from pymc_evidence.testing.crossed import MU_SD, _stats, crossed_intercepts, crossed_log_lik
+
+    system = crossed_intercepts(J=12, K=3, rows=3)
+    y, county, year = (system.data[k] for k in ("y", "county", "year"))
+    s = _stats(y, county, year, 12, 3)
+    U = np.column_stack([np.ones(y.size), np.eye(12)[county], np.eye(3)[year]])
+    for log_sigma, log_ta in ((0.1, -0.5), (-0.3, 0.2)):
+        log_tb = np.array([-1.0, 0.5])
+        mine = crossed_log_lik(s, log_sigma, log_ta, log_tb)
+        for value, lb in zip(mine, log_tb, strict=True):
+            scales = np.r_[MU_SD**2, np.full(12, np.exp(2 * log_ta)), np.full(3, np.exp(2 * lb))]
+            cov = np.exp(2 * log_sigma) * np.eye(y.size) + U @ np.diag(scales) @ U.T
+            assert value == pytest.approx(stats.multivariate_normal(cov=cov).logpdf(y), abs=1e-9)
+
+
 def test_hierarchical_parametrisations_agree():
     a = hierarchical_normal(J=5, seed=7, centered=True)
     b = hierarchical_normal(J=5, seed=7, centered=False)

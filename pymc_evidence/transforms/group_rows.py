@@ -18,12 +18,22 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.basic import NormalRV
 
 from ..base.simplify import simplify_logp
-from .gaussian_latent import free_of, static_size
+from .gaussian_latent import dependents, free_of, static_size
 from .group_quadrature import RowTerms
 
-__all__ = ["constant_index", "effect_rows", "elementwise_rows", "length", "row_terms", "shape_of"]
+__all__ = [
+    "RICH_ROWS", "constant_index", "data_rich", "effect_rows", "elementwise_rows", "length",
+    "row_terms", "shape_of",
+]  # fmt: skip
+
+#: A ``Normal`` vector every element of which reaches at least this many rows of an
+#: observed variable (through one index, as ``b[year]``) is data-rich: the likelihood pins
+#: each element, its centred posterior has no funnel, and the non-centred one would tie
+#: every ``z_k`` to the scale along a curved ridge (:func:`data_rich`).
+RICH_ROWS = 20
 
 
 def row_terms(model: pm.Model, effect, y) -> RowTerms | None:
@@ -35,6 +45,37 @@ def row_terms(model: pm.Model, effect, y) -> RowTerms | None:
     logp, (u,), group, ((mean, sd),) = found
     d2 = pt.grad(pt.sum(pt.grad(pt.sum(logp), u)), u)
     return RowTerms(logp, u, group, length(effect), mean, sd, gaussian=free_of(d2, [u]))
+
+
+def data_rich(model: pm.Model) -> tuple[str, ...]:
+    """Names of the free ``Normal`` vectors each of whose elements reaches at least
+    :data:`RICH_ROWS` rows of one observed variable.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> year = np.repeat(np.arange(4), 30)
+    >>> with pm.Model() as model:
+    ...     tau = pm.HalfNormal("tau", 1.0)
+    ...     b = pm.Normal("b", 0.0, tau, shape=4)
+    ...     c = pm.Normal("c", 0.0, tau, shape=40)
+    ...     _ = pm.Normal("y", b[year] + c[np.arange(120) % 40], 1.0, observed=np.zeros(120))
+    >>> data_rich(model)
+    ('b',)
+    """
+    names = []
+    for rv in model.free_RVs:
+        if not isinstance(rv.owner.op, NormalRV) or rv.type.ndim != 1:
+            continue
+        if model.rvs_to_transforms.get(rv) or length(rv) < 2:
+            continue
+        for y in (d for d in dependents(model, rv) if d in model.observed_RVs):
+            rows = row_terms(model, rv, y)
+            counts = None if rows is None else np.bincount(rows.group, minlength=length(rv))
+            if counts is not None and counts.min() >= RICH_ROWS:
+                names.append(rv.name)
+                break
+    return tuple(names)
 
 
 def effect_rows(model: pm.Model, effects, y):

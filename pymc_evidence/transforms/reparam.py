@@ -44,6 +44,7 @@ from pytensor.tensor.type_other import NoneTypeT
 
 from ..base.model_copy import model_fgraph, with_initvals
 from ..estimators.diagnostics import ModelWarning, warn_user
+from .group_rows import data_rich
 
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``
     from pytensor.graph.traversal import ancestors
@@ -161,11 +162,14 @@ def _depends_on_free(var) -> bool:
     )
 
 
-def _plan(fgraph):
-    """Free-RV nodes to rewrite (in topological order) and ``{name: reason}`` of those skipped."""
+def _plan(fgraph, keep=()):
+    """Free-RV nodes to rewrite (in topological order) and ``{name: reason}`` of those skipped;
+    ``keep``: names left centred (data-rich, :func:`~.group_rows.data_rich`)."""
     todo, skipped = [], {}
     for node in fgraph.toposort():
         if not isinstance(node.op, ModelFreeRV) or node.op.transform is not None:
+            continue
+        if _node_name(node) in keep:
             continue
         rv_node = node.inputs[0].owner
         idx = _LOC_SCALE.get(type(rv_node.op)) if rv_node is not None else None
@@ -226,7 +230,11 @@ def _rewrite_one(fgraph, node, z_name):
     z_free = _wrap_free(z_rv, z_value, z_name, dims)
     x = pt.cast(loc + scale * z_free, rv.dtype)
     x = rv.type.filter_variable(pt.broadcast_to(x, z_free.shape), allow_convert=True)
-    fgraph.replace(node.outputs[0], _wrap_deterministic(x, name, dims), import_missing=True)
+    value = node.inputs[1]  # graphs on the value variable (a potential made on values)
+    deterministic = _wrap_deterministic(x, name, dims)
+    fgraph.replace(node.outputs[0], deterministic, import_missing=True)
+    if fgraph.clients.get(value):  # read it too: x has no value transform, so value == x
+        fgraph.replace(value, deterministic, import_missing=True)
     return name, op.name, _dim_names(dims)
 
 
@@ -254,7 +262,7 @@ def noncentrable(model: pm.Model | None = None) -> tuple[str, ...]:
     ()
     """
     model = pm.modelcontext(model)
-    todo, _ = _plan(_to_fgraph(model)[0])
+    todo, _ = _plan(_to_fgraph(model)[0], data_rich(model))
     return tuple(_node_name(node) for node in todo)
 
 
@@ -265,7 +273,8 @@ def centred_scales(model: pm.Model | None = None) -> tuple[str, ...]:
     free): where the model keeps them (``reparam=None``, or a scale :func:`reparametrize`
     cannot prove positive), a base fitted to the posterior never covers the funnel's neck
     and the particle kernels cannot enter it, so ``base="auto"`` anneals from the prior
-    instead, which covers the neck from the start (as ``pm.sample_smc`` does).
+    instead, which covers the neck from the start (as ``pm.sample_smc`` does). A data-rich
+    vector (:func:`~.group_rows.data_rich`) has no funnel and is not one of them.
 
     Examples
     --------
@@ -276,9 +285,11 @@ def centred_scales(model: pm.Model | None = None) -> tuple[str, ...]:
     ()
     """
     model = pm.modelcontext(model)
-    names = []
+    names, rich = [], data_rich(model)
     for node in _to_fgraph(model)[0].toposort():
         if not isinstance(node.op, ModelFreeRV) or node.op.transform is not None:
+            continue
+        if _node_name(node) in rich:
             continue
         rv_node = node.inputs[0].owner
         idx = _LOC_SCALE.get(type(rv_node.op)) if rv_node is not None else None
@@ -297,7 +308,7 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     dims, so posteriors still report ``x``. Observed variables, data containers, coords,
     deterministics and potentials are copied. Variables whose scale is not provably positive
     are left alone with a :class:`~pymc_evidence.ModelWarning` (rewriting them would change
-    ``log Z``).
+    ``log Z``), data-rich vectors (:func:`~.group_rows.data_rich`) without one.
 
     Parameters
     ----------
@@ -337,7 +348,7 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     """
     model = pm.modelcontext(model)
     fgraph, initvals = _to_fgraph(model)
-    todo, skipped = _plan(fgraph)
+    todo, skipped = _plan(fgraph, data_rich(model))
     for name, reason in skipped.items():
         warn_user(
             f"reparametrize: {name!r} is not rewritten: {reason}.",
