@@ -194,15 +194,17 @@ class Kernel:
         return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
     def steps(self, rng, state: State, beta: float, tuning: Tuning, n_steps: int):
-        """``n_steps`` HMC steps of every particle, the step size settled first (the scale
-        may have changed since the last move: a run whose last stage kept a few particles
-        far in a tail widens it) and tuned after each: the state, the tuning and the
+        """``n_steps`` HMC steps of every particle, the step size tuned after each and
+        settled before each (the scale may have changed since the last move, as when a
+        run's last stage kept a few particles far in a tail; and a run that reached the
+        posterior in one step starts from a step no stage has tuned, which the tuning
+        after every accepted step can raise past stability): the state, the tuning and the
         :class:`Moved` (the posterior's rejuvenation)."""
-        acc = []
-        tuning, met = self.settle(rng, state, beta, tuning)
+        acc, met = [], Counts()
         for _ in range(n_steps):
+            tuning, trials = self.settle(rng, state, beta, tuning)
             state, tuning, step_met = self._step(rng, state, beta, tuning, acc)
-            met, tuning = met + step_met, tuning.tuned(acc[-1:], self.settings)
+            met, tuning = met + trials + step_met, tuning.tuned(acc[-1:], self.settings)
         return state, tuning, Moved(tuple(acc), met, state.x.shape[0] * len(acc))
 
     def _step(self, rng, state: State, beta: float, tuning: Tuning, acc: list, rows=None):
