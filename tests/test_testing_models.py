@@ -296,16 +296,21 @@ def test_hierarchical_normal_dblquad(J):
     assert s.log_z == pytest.approx(log_z, abs=1e-6)
 
 
-def test_hierarchical_normal_monte_carlo():
-    """Brute-force Monte Carlo over the prior of (mu, tau, theta), no marginalisation."""
-    s = hierarchical_normal(J=3, seed=4)
-    d = s.data
-    rng = np.random.default_rng(123)
-    m = 400_000
+def _prior_draws(d, seed: int, m: int = 400_000):
+    """``(mu, tau, theta, log_lik)``: ``m`` draws of the hierarchical normal's prior and
+    each draw's log likelihood of the data ``d``."""
+    rng = np.random.default_rng(seed)
     mu = rng.normal(0, d["mu_sigma"], m)
     tau = np.abs(rng.normal(0, d["tau_sigma"], m))
     theta = mu[:, None] + tau[:, None] * rng.normal(size=(m, d["y"].size))
-    log_lik = stats.norm.logpdf(d["y"], theta, d["sigma"]).sum(axis=1)
+    return mu, tau, theta, stats.norm.logpdf(d["y"], theta, d["sigma"]).sum(axis=1)
+
+
+def test_hierarchical_normal_monte_carlo():
+    """Brute-force Monte Carlo over the prior of (mu, tau, theta), no marginalisation."""
+    s = hierarchical_normal(J=3, seed=4)
+    m = 400_000
+    *_, log_lik = _prior_draws(s.data, 123, m)
     shift = log_lik.max()
     w = np.exp(log_lik - shift)
     est = shift + math.log(w.mean())
@@ -320,12 +325,7 @@ def test_hierarchical_quantiles_against_prior_monte_carlo():
     d = s.data
     probs = [0.05, 0.5, 0.95, 0.99]
     exact = hierarchical_quantiles(d["y"], d["sigma"], probs)
-    rng = np.random.default_rng(7)
-    m = 400_000
-    mu = rng.normal(0, d["mu_sigma"], m)
-    tau = np.abs(rng.normal(0, d["tau_sigma"], m))
-    theta = mu[:, None] + tau[:, None] * rng.normal(size=(m, d["y"].size))
-    log_lik = stats.norm.logpdf(d["y"], theta, d["sigma"]).sum(axis=1)
+    mu, tau, theta, log_lik = _prior_draws(d, 7)
     w = np.exp(log_lik - log_lik.max())
     ess = w.sum() ** 2 / np.sum(w**2)
     pairs = [(tau, exact["tau"]), (mu, exact["mu"])]
