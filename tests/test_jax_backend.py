@@ -246,6 +246,22 @@ def test_auto_takes_the_default_linker_for_data_sized_gathers():
     assert batched_logp(model_space(small)).backend == "jax"
 
 
+def test_auto_keeps_jax_for_an_integrated_hierarchy_that_also_gathers():
+    """A crossed ``(1|county) + (1|year)`` model: the counties integrated, the years'
+    effects gathered over every row; the integral's graph stays on JAX."""
+    from pymc_evidence.base._compile import GATHER_MIN_SIZE, gathers_data
+    from pymc_evidence.base.batched_logp import _point_graph
+    from pymc_evidence.problem import EvidenceProblem
+    from pymc_evidence.testing.crossed import crossed_intercepts
+
+    system = crossed_intercepts(J=GATHER_MIN_SIZE // 2, K=4, rows=3, seed=2)
+    assert gathers_data(_point_graph(model_space(system.model))[1])  # as written
+    problem = EvidenceProblem.build(system.model, random_seed=1)
+    assert problem.summed is not None and problem.summed.names == ("a",)
+    assert not gathers_data(_point_graph(problem.space)[1])
+    assert batched_logp(problem.space).backend == "jax"
+
+
 def test_jax_started_only_once_jax_has_run():
     import subprocess
     import sys
