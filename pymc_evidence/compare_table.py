@@ -16,11 +16,18 @@ import pandas as pd
 
 __all__ = ["ComparisonTable"]
 
-_NEEDED = ("log_z", "se", "log_bf", "post_prob", "prior_prob")
+_NEEDED = ("log_z", "se", "log_z_minus_best", "post_prob", "prior_prob")
 
 
 #: Columns printed to the precision of a standard error, and the se column that sets it.
-_TIED = {"log_z": "se", "d_log_z": "se", "log_bf": "se"}
+_TIED = {"log_z": "se", "log_z_minus_best": "se"}
+
+#: Names the columns had before they said their sign, and what replaced them.
+_RENAMED = {
+    "d_log_z": "-table['log_z_minus_best'] (best minus this model)",
+    "d_log_z_se": "'log_z_minus_best_se'",
+    "log_bf": "'log_z_minus_best' (this model minus the best: its log BF against the best)",
+}
 
 
 def _number(value: float, decimals: int = 3) -> str:
@@ -56,8 +63,8 @@ class ComparisonTable(pd.DataFrame):
     ...                  "b": EvidenceEstimate(-12.0, 0.03, "smc")})
     >>> print(table.summary())  # doctest: +NORMALIZE_WHITESPACE
     The data favour 'a' over 'b' by log BF 2.000 ± 0.036 (BF 7.39); posterior probability
-    of 'a' 0.881 ± 0.004 under equal prior probabilities. d_log_z is the best model's log Z
-    minus each model's (>= 0); log_bf each model's minus the best's (<= 0).
+    of 'a' 0.881 ± 0.004 under equal prior probabilities. log_z_minus_best is each model's
+    log Bayes factor against the best.
     """
 
     @property
@@ -101,10 +108,19 @@ class ComparisonTable(pd.DataFrame):
                    if w is True or w is np.True_]  # fmt: skip
         if flagged:
             head += f" With warnings (see each result's): {', '.join(map(repr, flagged))}."
-        return head + (
-            " d_log_z is the best model's log Z minus each model's (>= 0); log_bf each "
-            "model's minus the best's (<= 0)."
-        )
+        return head + " log_z_minus_best is each model's log Bayes factor against the best."
+
+    def __getitem__(self, key):
+        """As a data frame's; a column's name from before the rename says what replaced it."""
+        try:
+            return super().__getitem__(key)
+        except KeyError:
+            keys = [key] if isinstance(key, str) else key if isinstance(key, list) else []
+            old = [k for k in keys if isinstance(k, str) and k in _RENAMED]
+            if not old or set(old) & set(self.columns):
+                raise
+            hints = "; ".join(f"{k!r} is now {_RENAMED[k]}" for k in old)
+            raise KeyError(f"renamed columns, each saying its sign: {hints}") from None
 
     def __repr__(self) -> str:
         if not set(_NEEDED) <= set(self.columns):

@@ -42,9 +42,8 @@ def test_two_models_uniform_prior():
         "log_z",
         "se",
         "method",
-        "d_log_z",
-        "d_log_z_se",
-        "log_bf",
+        "log_z_minus_best",
+        "log_z_minus_best_se",
         "prior_prob",
         "post_prob",
         "post_prob_se",
@@ -52,9 +51,8 @@ def test_two_models_uniform_prior():
     ]
     np.testing.assert_allclose(table["post_prob"], [0.75, 0.25], rtol=1e-12)
     np.testing.assert_allclose(table["prior_prob"], [0.5, 0.5])
-    np.testing.assert_allclose(table["d_log_z"], [0.0, LOG3], rtol=1e-12)
-    np.testing.assert_allclose(table["log_bf"], [0.0, -LOG3], rtol=1e-12)
-    np.testing.assert_allclose(table["d_log_z_se"], [0.0, np.hypot(0.1, 0.2)], rtol=1e-12)
+    np.testing.assert_allclose(table["log_z_minus_best"], [0.0, -LOG3], rtol=1e-12)
+    np.testing.assert_allclose(table["log_z_minus_best_se"], [0.0, np.hypot(0.1, 0.2)], rtol=1e-12)
     # two models: p_b = sigmoid(l_b - l_a), so se(p) = p (1 - p) se(l_b - l_a) for both rows
     expected = 0.75 * 0.25 * np.hypot(0.1, 0.2)
     np.testing.assert_allclose(table["post_prob_se"], [expected, expected], rtol=1e-12)
@@ -76,7 +74,7 @@ def test_three_models_and_zero_prior():
     assert list(table.index) == ["c", "b", "a"]
     np.testing.assert_allclose(table.loc[["a", "b", "c"], "post_prob"], [0.25, 0.75, 0.0])
     assert table.loc["c", "post_prob_se"] == 0.0
-    np.testing.assert_allclose(table.loc["a", "log_bf"], -2.0, rtol=1e-12)
+    np.testing.assert_allclose(table.loc["a", "log_z_minus_best"], -2.0, rtol=1e-12)
 
 
 def test_delta_method_matches_finite_differences():
@@ -126,7 +124,7 @@ def test_warnings_for_mixed_methods_and_bad_se():
         compare({"a": est(0.0, method="ct"), "b": est(1.0, method="ais")})
     with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         table = compare({"a": est(0.0, se=np.nan), "b": est(1.0)})
-    assert np.isnan(table.loc["a", "d_log_z_se"])
+    assert np.isnan(table.loc["a", "log_z_minus_best_se"])
     with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         assert np.isinf(bayes_factor(est(0.0, se=np.inf), est(1.0)).se)
 
@@ -283,10 +281,10 @@ def test_printed_table_is_rounded_whole_and_says_who_wins():
     an se below them as ``<0.001``, and a sentence with the favoured model, its log BF and
     posterior probability and the signs' meaning; a slice without them prints as pandas'."""
     table = compare({"a": est(-10.0, 0.02, "smc"), "b": est(-12.0, 1e-5, "smc")})
-    text = repr(table)
+    text = " ".join(repr(table).split())
     assert "..." not in text and "-10.000" in text and "<0.001" in text
     assert "post_prob_se" in text and "The data favour 'a' over 'b' by log BF 2.000" in text
-    assert "(>= 0)" in text and "(<= 0)" in text
+    assert "log_z_minus_best is each model's log Bayes factor against the best" in text
     assert "favour" not in repr(table[["log_z"]])
     assert isinstance(table, pd.DataFrame) and table.index.tolist() == ["a", "b"]
 
@@ -305,3 +303,25 @@ def test_table_ranks_flags_warnings_and_rounds_to_the_se():
     assert "-10.00000" in text and "-11.00000" in text and "With warnings" in text
     assert "'c'" in text.split("With warnings")[1]
     assert "With warnings" not in repr(compare({"a": est(-1.0, 0.1), "b": est(-2.0, 0.1)}))
+
+
+# -- issue 49: the sign of every difference in its column's name ------------------------------
+
+
+def test_difference_columns_say_their_sign():
+    """One signed difference, named as it is computed (this model's log Z minus the
+    best's, <= 0: its log Bayes factor against the best); no pair of columns that are each
+    other's negatives; the old names raise a KeyError that names their replacement."""
+    table = compare({"a": est(-10.0, 0.3), "b": est(-12.0, 0.4), "c": est(-11.0, 0.1)})
+    assert not {"d_log_z", "d_log_z_se", "log_bf"} & set(table.columns)
+    minus = table["log_z_minus_best"]
+    np.testing.assert_allclose(minus, table["log_z"] - table["log_z"].max(), rtol=1e-12)
+    assert minus.iloc[0] == 0.0 and (minus <= 0).all()
+    np.testing.assert_allclose(minus["b"], bayes_factor(est(-12.0, 0.4), est(-10.0, 0.3)).log_bf)
+    np.testing.assert_allclose(table["log_z_minus_best_se"], [0.0, np.hypot(0.3, 0.1), 0.5])
+    with pytest.raises(KeyError, match="'d_log_z' is now -table\\['log_z_minus_best'\\]"):
+        table["d_log_z"]
+    with pytest.raises(KeyError, match="'log_bf' is now 'log_z_minus_best'"):
+        table[["log_z", "log_bf"]]
+    with pytest.raises(KeyError, match="nothing"):
+        table["nothing"]
