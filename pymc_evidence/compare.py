@@ -303,8 +303,12 @@ def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Prob
 
     Warnings point at the caller of those two.
     """
-    if not isinstance(models, Mapping):
-        raise TypeError(f"models must be a dict of name to results, got {type(models).__name__}.")
+    one = isinstance(models, xr.Dataset) or hasattr(models, "groups")  # one model's results
+    if one or not isinstance(models, Mapping):
+        raise TypeError(
+            f"models must be a dict of name to results, got {type(models).__name__}; "
+            "one result's methods (a cross-check) go to pme.compare_methods."
+        )
     if not models:
         raise ValueError("models is empty; pass at least one model.")
     names = list(models)
