@@ -37,10 +37,17 @@ _RENAMED = {
 
 
 def _number(value: float, decimals: int = 3) -> str:
-    """``decimals`` decimals; a value below three decimals' precision (an se) as ``<0.001``."""
+    """``decimals`` decimals; a positive value that would print as zero (an se) as
+    ``<0.001`` (at three decimals). A negative one keeps its sign: ``-0.000``.
+
+    >>> _number(0.0002), _number(0.0002, 4), _number(-0.0002), _number(0.0)
+    ('<0.001', '0.0002', '-0.000', '0.000')
+    """
     if not np.isfinite(value):
         return str(value)
-    return "<0.001" if 0 < abs(value) < 5e-4 else f"{value:.{decimals}f}"
+    if 0 < value < 0.5 * 10.0**-decimals:
+        return f"<{10.0**-decimals:.{decimals}f}"
+    return f"{value:.{decimals}f}"
 
 
 def decimals_of(se) -> int:

@@ -387,6 +387,10 @@ def test_compare_methods_flags_disagreement_and_prints_it():
     assert "(0.4 combined se), within their errors" in agree and "Flagged" not in agree
     fine = pme.compare_methods(cross_check([est(-3.0, 2e-4, "smc"), est(-3.0002, 3e-4, "ais")]))
     assert "-3.00020" in repr(fine)  # se 2e-4: five decimals
+    shown = fine._shown()["log_z_minus_combined"].tolist()  # a difference keeps its sign
+    assert shown == ["0.00006", "-0.00014"]
+    tiny = compare({"a": est(-1.0, 0.02), "b": est(-1.0002, 0.02)})._shown()
+    assert tiny["log_z_minus_best"].tolist() == ["0.000", "-0.000"]
     assert "favour" not in repr(table[["log_z"]])
 
 
