@@ -25,6 +25,7 @@ from .api import (
 )
 from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
 from .compare import bayes_factor, bf, compare, post_prob
+from .compare_methods import compare_methods
 from .estimators import EvidenceEstimate
 from .estimators.diagnostics import (
     BaseFitWarning,
@@ -72,6 +73,7 @@ __all__ = [
     "bridge_sampling",
     "check_model",
     "compare",
+    "compare_methods",
     "compare_models",
     "continuous_tempering",
     "ct_evidence",

@@ -28,8 +28,8 @@ from .estimators.diagnostics import warn_user
 __all__ = ["BayesFactor", "bayes_factor", "bf", "compare", "post_prob"]
 
 LOG_Z_COLUMNS = (
-    "rank log_z se method d_log_z d_log_z_se log_bf prior_prob post_prob post_prob_se "
-    "warning".split()
+    "rank log_z se method log_z_minus_best log_z_minus_best_se prior_prob post_prob "
+    "post_prob_se warning".split()
 )
 
 
@@ -229,9 +229,9 @@ def compare(
 
         - ``rank``: 0 for the best model, 1 for the next, ...;
         - ``log_z``, ``se``, ``method``: the estimates;
-        - ``d_log_z``: best ``log_z`` minus this one (>= 0), ``d_log_z_se`` its standard
-          error (0 for the best model);
-        - ``log_bf``: log Bayes factor of this model over the best (<= 0);
+        - ``log_z_minus_best``: this model's ``log_z`` minus the best one's (<= 0, 0 for
+          the best): the log Bayes factor of this model over the best;
+        - ``log_z_minus_best_se``: its standard error (0 for the best model);
         - ``prior_prob``, ``post_prob``: prior and posterior model probabilities;
         - ``post_prob_se``: delta-method standard error of ``post_prob`` (a linearization:
           reliable only while the log Z errors are well below 1);
@@ -257,11 +257,11 @@ def compare(
     >>> from pymc_evidence.estimators.record import EvidenceEstimate
     >>> table = compare({"a": EvidenceEstimate(0.0, 0.01, "ct"),
     ...                  "b": EvidenceEstimate(np.log(3.0), 0.01, "ct")})
-    >>> table[["d_log_z", "post_prob"]].round(3)  # doctest: +NORMALIZE_WHITESPACE
-           d_log_z  post_prob
+    >>> table[["log_z_minus_best", "post_prob"]].round(3)  # doctest: +NORMALIZE_WHITESPACE
+           log_z_minus_best  post_prob
     model
-    b        0.000       0.75
-    a        1.099       0.25
+    b                 0.000       0.75
+    a                -1.099       0.25
     """
     probs = _probabilities(models, prior_probs)
     best = int(np.argmax(probs.log_z))
@@ -272,9 +272,8 @@ def compare(
             "log_z": probs.log_z,
             "se": probs.se,
             "method": [probs.estimates[name].method for name in probs.names],
-            "d_log_z": probs.log_z[best] - probs.log_z,
-            "d_log_z_se": d_se,
-            "log_bf": probs.log_z - probs.log_z[best],
+            "log_z_minus_best": probs.log_z - probs.log_z[best],
+            "log_z_minus_best_se": d_se,
             "prior_prob": np.exp(probs.log_prior),
             "post_prob": probs.post,
             "post_prob_se": probs.post_se,
@@ -304,8 +303,12 @@ def _probabilities(models: Any, prior_probs: Mapping | Sequence | None) -> _Prob
 
     Warnings point at the caller of those two.
     """
-    if not isinstance(models, Mapping):
-        raise TypeError(f"models must be a dict of name to results, got {type(models).__name__}.")
+    one = isinstance(models, xr.Dataset) or hasattr(models, "groups")  # one model's results
+    if one or not isinstance(models, Mapping):
+        raise TypeError(
+            f"models must be a dict of name to results, got {type(models).__name__}; "
+            "one result's methods (a cross-check) go to pme.compare_methods."
+        )
     if not models:
         raise ValueError("models is empty; pass at least one model.")
     names = list(models)

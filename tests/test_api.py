@@ -265,9 +265,10 @@ def test_compare_orders_models(ct_run, gibbs_run):
     with pytest.warns(pme.CrossCheckWarning, match="different methods"):
         table = pme.compare({"wide": gibbs_run, "narrow": ct_run})
     assert list(table.index) == ["narrow", "wide"]
-    assert table.loc["narrow", "d_log_z"] == 0.0
-    d, d_se = table.loc["wide", "d_log_z"], table.loc["wide", "d_log_z_se"]
-    assert_log_z((d, d_se), truth, abs_tol=0.15, label="compare: d_log_z of 'wide'")
+    assert table.loc["narrow", "log_z_minus_best"] == 0.0
+    d = -table.loc["wide", "log_z_minus_best"]
+    d_se = table.loc["wide", "log_z_minus_best_se"]
+    assert_log_z((d, d_se), truth, abs_tol=0.15, label="compare: -log_z_minus_best of 'wide'")
     assert table.loc["narrow", "post_prob"] == pytest.approx(1 / (1 + np.exp(-d)), rel=1e-9)
     assert table.loc["narrow", "post_prob"] > 0.7
     with pytest.warns(pme.CrossCheckWarning, match="different methods"):

@@ -12,8 +12,10 @@ import xarray as xr
 import pymc_evidence as pme
 from pymc_evidence import compat
 from pymc_evidence.compare import BayesFactor, bayes_factor, bf, compare, post_prob
+from pymc_evidence.estimators.pooling import cross_check
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.results import GROUP, estimate_to_dataset
+from pymc_evidence.testing import conjugate_regression
 
 LOG3 = np.log(3.0)
 
@@ -42,9 +44,8 @@ def test_two_models_uniform_prior():
         "log_z",
         "se",
         "method",
-        "d_log_z",
-        "d_log_z_se",
-        "log_bf",
+        "log_z_minus_best",
+        "log_z_minus_best_se",
         "prior_prob",
         "post_prob",
         "post_prob_se",
@@ -52,9 +53,8 @@ def test_two_models_uniform_prior():
     ]
     np.testing.assert_allclose(table["post_prob"], [0.75, 0.25], rtol=1e-12)
     np.testing.assert_allclose(table["prior_prob"], [0.5, 0.5])
-    np.testing.assert_allclose(table["d_log_z"], [0.0, LOG3], rtol=1e-12)
-    np.testing.assert_allclose(table["log_bf"], [0.0, -LOG3], rtol=1e-12)
-    np.testing.assert_allclose(table["d_log_z_se"], [0.0, np.hypot(0.1, 0.2)], rtol=1e-12)
+    np.testing.assert_allclose(table["log_z_minus_best"], [0.0, -LOG3], rtol=1e-12)
+    np.testing.assert_allclose(table["log_z_minus_best_se"], [0.0, np.hypot(0.1, 0.2)], rtol=1e-12)
     # two models: p_b = sigmoid(l_b - l_a), so se(p) = p (1 - p) se(l_b - l_a) for both rows
     expected = 0.75 * 0.25 * np.hypot(0.1, 0.2)
     np.testing.assert_allclose(table["post_prob_se"], [expected, expected], rtol=1e-12)
@@ -76,7 +76,7 @@ def test_three_models_and_zero_prior():
     assert list(table.index) == ["c", "b", "a"]
     np.testing.assert_allclose(table.loc[["a", "b", "c"], "post_prob"], [0.25, 0.75, 0.0])
     assert table.loc["c", "post_prob_se"] == 0.0
-    np.testing.assert_allclose(table.loc["a", "log_bf"], -2.0, rtol=1e-12)
+    np.testing.assert_allclose(table.loc["a", "log_z_minus_best"], -2.0, rtol=1e-12)
 
 
 def test_delta_method_matches_finite_differences():
@@ -126,7 +126,7 @@ def test_warnings_for_mixed_methods_and_bad_se():
         compare({"a": est(0.0, method="ct"), "b": est(1.0, method="ais")})
     with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         table = compare({"a": est(0.0, se=np.nan), "b": est(1.0)})
-    assert np.isnan(table.loc["a", "d_log_z_se"])
+    assert np.isnan(table.loc["a", "log_z_minus_best_se"])
     with pytest.warns(pme.ConvergenceWarning, match="not finite"):
         assert np.isinf(bayes_factor(est(0.0, se=np.inf), est(1.0)).se)
 
@@ -283,10 +283,10 @@ def test_printed_table_is_rounded_whole_and_says_who_wins():
     an se below them as ``<0.001``, and a sentence with the favoured model, its log BF and
     posterior probability and the signs' meaning; a slice without them prints as pandas'."""
     table = compare({"a": est(-10.0, 0.02, "smc"), "b": est(-12.0, 1e-5, "smc")})
-    text = repr(table)
+    text = " ".join(repr(table).split())
     assert "..." not in text and "-10.000" in text and "<0.001" in text
     assert "post_prob_se" in text and "The data favour 'a' over 'b' by log BF 2.000" in text
-    assert "(>= 0)" in text and "(<= 0)" in text
+    assert "log_z_minus_best is each model's log Bayes factor against the best" in text
     assert "favour" not in repr(table[["log_z"]])
     assert isinstance(table, pd.DataFrame) and table.index.tolist() == ["a", "b"]
 
@@ -305,3 +305,137 @@ def test_table_ranks_flags_warnings_and_rounds_to_the_se():
     assert "-10.00000" in text and "-11.00000" in text and "With warnings" in text
     assert "'c'" in text.split("With warnings")[1]
     assert "With warnings" not in repr(compare({"a": est(-1.0, 0.1), "b": est(-2.0, 0.1)}))
+
+
+# -- issue 49: the sign of every difference in its column's name ------------------------------
+
+
+def test_difference_columns_say_their_sign():
+    """One signed difference, named as it is computed (this model's log Z minus the
+    best's, <= 0: its log Bayes factor against the best); no pair of columns that are each
+    other's negatives; the old names raise a KeyError that names their replacement."""
+    table = compare({"a": est(-10.0, 0.3), "b": est(-12.0, 0.4), "c": est(-11.0, 0.1)})
+    assert not {"d_log_z", "d_log_z_se", "log_bf"} & set(table.columns)
+    minus = table["log_z_minus_best"]
+    np.testing.assert_allclose(minus, table["log_z"] - table["log_z"].max(), rtol=1e-12)
+    assert minus.iloc[0] == 0.0 and (minus <= 0).all()
+    np.testing.assert_allclose(minus["b"], bayes_factor(est(-12.0, 0.4), est(-10.0, 0.3)).log_bf)
+    np.testing.assert_allclose(table["log_z_minus_best_se"], [0.0, np.hypot(0.3, 0.1), 0.5])
+    with pytest.raises(KeyError, match="'d_log_z' is now -table\\['log_z_minus_best'\\]"):
+        table["d_log_z"]
+    with pytest.raises(KeyError, match="'log_bf' is now 'log_z_minus_best'"):
+        table[["log_z", "log_bf"]]
+    with pytest.raises(KeyError, match="nothing"):
+        table["nothing"]
+
+
+# -- issue 49: the same table for a cross-check, by method ------------------------------------
+
+SMC, BRIDGE = est(-3.21, 0.02, "smc"), est(-3.20, 0.012, "bridge")
+
+
+def test_compare_methods_of_a_cross_check():
+    """Rows are the methods, nearest the combined estimate first; each difference from
+    the combined estimate has the se of a residual from an inverse-variance mean, so that
+    for two methods both rows are the pairwise difference's z (the cross-check's test)."""
+    check = cross_check([SMC, BRIDGE])
+    for given in (check, as_idata(check), estimate_to_dataset(check)):
+        table = pme.compare_methods(given)
+        assert isinstance(table, pd.DataFrame) and table.index.name == "method"
+        assert list(table.columns) == [
+            "rank", "log_z", "se", "log_z_minus_combined", "log_z_minus_combined_se",
+            "warning",
+        ]  # fmt: skip
+        assert table.index.tolist() == ["bridge", "smc"] and table["rank"].tolist() == [0, 1]
+        np.testing.assert_allclose(table["log_z"], [-3.20, -3.21])
+        np.testing.assert_allclose(table["log_z_minus_combined"], table["log_z"] - check.log_z)
+        se, pair = table["se"].to_numpy(), np.hypot(0.02, 0.012)
+        np.testing.assert_allclose(table["log_z_minus_combined_se"], se**2 / pair, rtol=1e-12)
+        z = table["log_z_minus_combined"] / table["log_z_minus_combined_se"]
+        np.testing.assert_allclose(z.abs(), 0.01 / pair, rtol=1e-9)
+        assert table["warning"].tolist() == [False, False]
+        assert table.attrs["combined"]["method"] == "smc+bridge"
+        assert table.attrs["combined"]["se"] == pytest.approx(check.se)
+
+
+def test_compare_methods_se_is_the_spread_of_the_difference():
+    """Simulated: the sd of (a method's estimate - the inverse-variance mean) over many
+    independent draws of the estimates is the table's se, not sqrt(se**2 + se_mean**2)."""
+    ses = np.array([0.02, 0.012, 0.05])
+    rng = np.random.default_rng(0)
+    draws = rng.normal(0.0, ses, size=(200_000, 3))
+    w = ses**-2
+    spread = (draws - (draws @ w / w.sum())[:, None]).std(axis=0)
+    estimates = [est(0.0, s, m) for s, m in zip(ses, "abc", strict=True)]
+    table = pme.compare_methods(cross_check(estimates))
+    column = table.loc[["a", "b", "c"], "log_z_minus_combined_se"]
+    np.testing.assert_allclose(column, spread, rtol=0.01)
+
+
+def test_compare_methods_flags_disagreement_and_prints_it():
+    """A third method 9 combined se away: the methods in a pair beyond three combined se
+    are flagged, the rounding follows the se, and the sentence names the furthest pair."""
+    far = est(-3.5, 0.03, "ct")
+    table = pme.compare_methods(cross_check([SMC, BRIDGE, far]))
+    assert table.index.tolist() == ["smc", "bridge", "ct"]
+    assert table["warning"].tolist() == [True, True, True]  # each in a pair beyond 3 se
+    text = " ".join(repr(table).split())
+    assert "-3.210" in text and "Combined (smc+bridge+ct): log Z -3.234 ± 0.065" in text
+    assert "'bridge' and 'ct' differ by 0.300 ± 0.032 (9.3 combined se), beyond" in text
+    assert "log_z_minus_combined is each method's log Z minus the combined one" in text
+    agree = " ".join(repr(pme.compare_methods(cross_check([SMC, BRIDGE]))).split())
+    assert "(0.4 combined se), within their errors" in agree and "Flagged" not in agree
+    fine = pme.compare_methods(cross_check([est(-3.0, 2e-4, "smc"), est(-3.0002, 3e-4, "ais")]))
+    assert "-3.00020" in repr(fine)  # se 2e-4: five decimals
+    shown = fine._shown()["log_z_minus_combined"].tolist()  # a difference keeps its sign
+    assert shown == ["0.00006", "-0.00014"]
+    tiny = compare({"a": est(-1.0, 0.02), "b": est(-1.0002, 0.02)})._shown()
+    assert tiny["log_z_minus_best"].tolist() == ["0.000", "-0.000"]
+    assert "favour" not in repr(table[["log_z"]])
+
+
+def test_compare_methods_of_separate_runs_and_refusals():
+    """A dict of one model's runs by separate methods is combined as a cross-check; an
+    estimate's own warnings flag its row. One method's result is no cross-check."""
+    warned = EvidenceEstimate(-3.21, 0.02, "smc", warnings=("few particles",))
+    table = pme.compare_methods({"smc": as_idata(warned), "bridge": BRIDGE})
+    expected = pme.compare_methods(cross_check([SMC, BRIDGE]))
+    np.testing.assert_allclose(table[["log_z", "log_z_minus_combined_se"]],
+                               expected[["log_z", "log_z_minus_combined_se"]])  # fmt: skip
+    assert table["warning"].to_dict() == {"bridge": False, "smc": True}
+    assert table.attrs["combined"]["n_warnings"] == 1
+    with pytest.raises(ValueError, match="one estimate \\(method 'smc'\\), not a cross-check"):
+        pme.compare_methods(as_idata(SMC))
+    with pytest.raises(ValueError, match="two results or more"):
+        pme.compare_methods({"smc": SMC})
+    for one in (as_idata(SMC), estimate_to_dataset(SMC), SMC):
+        with pytest.raises(TypeError, match="compare_methods"):
+            compare(one)
+
+
+def test_compare_methods_of_a_run():
+    """End to end: ``sample_evidence(method=["smc", "bridge"])`` on a conjugate regression
+    (exact log Z), its InferenceData straight into the table."""
+    case = conjugate_regression(n=20, d=2, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = pme.sample_evidence(
+            case.model, ["smc", "bridge"], draws=300, tune=300, chains=2, base="prior",
+            n_particles=300, n_runs=2, random_seed=4, progressbar=False,
+        )  # fmt: skip
+    combined = pme.log_evidence(idata)
+    table = pme.compare_methods(idata)
+    assert sorted(table.index) == ["bridge", "smc"]
+    for method, (log_z, se) in combined.per_method.items():
+        assert table.loc[method, "log_z"] == log_z and table.loc[method, "se"] == se
+    np.testing.assert_allclose(
+        table["log_z_minus_combined"], table["log_z"] - combined.log_z, rtol=1e-12
+    )
+    assert abs(combined.log_z - case.log_z) < max(4 * combined.se, 0.1)
+    assert f"Combined (smc+bridge): log Z {combined.log_z:.3f}"[:30] in repr(table)
+
+
+def test_compare_methods_docstring_examples():
+    module = importlib.import_module("pymc_evidence.compare_methods")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 2 and result.failed == 0

@@ -37,6 +37,7 @@ LAYERS = {
     "api": 8,
     "compare": 9,
     "compare_table": 9,
+    "compare_methods": 9,
     "many": 9,
     "plots": 9,
 }

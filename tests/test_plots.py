@@ -511,15 +511,17 @@ def test_compare_best_first_with_bayes_factors_and_probabilities():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["hier", "hier_t", "pooled", "no_pool"]
     assert ax.get_ylim() == (3.5, -0.5)  # the best on top
     bars = _bars(ax)[np.argsort(_bars(ax)[:, 1])]  # by row
-    np.testing.assert_allclose(bars[:, 0], table["log_bf"])  # x: log Z - best log Z
-    np.testing.assert_allclose(bars[:, 2], 2 * np.r_[0.2, table["d_log_z_se"][1:]])
+    np.testing.assert_allclose(bars[:, 0], table["log_z_minus_best"])  # x: log Z - best log Z
+    np.testing.assert_allclose(bars[:, 2], 2 * np.r_[0.2, table["log_z_minus_best_se"][1:]])
     labels = _right_labels(ax)
     assert labels[0].startswith("log BF 0 (best)") and "P(M|y)" in labels[0]
     for text, (_, row) in zip(labels, table.iterrows(), strict=True):
         numbers = _numbers(text)
-        if row["log_bf"] < 0:
+        if row["log_z_minus_best"] < 0:
             np.testing.assert_allclose(
-                numbers[:2], row[["log_bf", "d_log_z_se"]].astype(float), atol=0.006
+                numbers[:2],
+                row[["log_z_minus_best", "log_z_minus_best_se"]].astype(float),
+                atol=0.006,
             )
         np.testing.assert_allclose(
             numbers[-2:], row[["post_prob", "post_prob_se"]].astype(float), atol=6e-3

@@ -146,7 +146,7 @@ def _differences(rows, table) -> tuple[np.ndarray, np.ndarray]:
     """``log Z - log Z_best`` of every row and its se, as in :func:`pymc_evidence.compare`.
 
     The best model's first estimate has its own se; every other model's first estimate has
-    the table's ``d_log_z_se``; further estimates ``sqrt(se**2 + se_best**2)`` alike.
+    the table's ``log_z_minus_best_se``; further estimates ``sqrt(se**2 + se_best**2)`` alike.
     """
     best = table.index[0]
     shift, best_se = float(table.at[best, "log_z"]), float(table.at[best, "se"])
@@ -155,7 +155,7 @@ def _differences(rows, table) -> tuple[np.ndarray, np.ndarray]:
         if model in seen:
             err.append(float(np.hypot(se, best_se)))
         else:
-            err.append(float(table.at[model, "se" if model == best else "d_log_z_se"]))
+            err.append(float(table.at[model, "se" if model == best else "log_z_minus_best_se"]))
         seen.add(model)
         x.append(log_z - shift)
     return np.array(x), np.array(err)
@@ -187,7 +187,7 @@ def _annotations(table, show_prior: bool) -> list[str]:
     """One line per model: log Bayes factor against the best and posterior probability."""
     texts = []
     for i, row in enumerate(table.itertuples()):
-        bf = "0 (best)" if i == 0 else _pm(row.log_bf, row.d_log_z_se)
+        bf = "0 (best)" if i == 0 else _pm(row.log_z_minus_best, row.log_z_minus_best_se)
         p, p_se = row.post_prob, row.post_prob_se
         prob = _pm(p, p_se, "") if p >= 1e-3 or not p_se < 1e-3 else f"{p:.1e} ± {p_se:.0e}"
         text = f"log BF {bf:<16} P(M|y) {prob}"
