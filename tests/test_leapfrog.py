@@ -14,7 +14,12 @@ import pytest
 from pymc_evidence.base import GaussianBase, MixtureBase
 from pymc_evidence.base._compile import use_backend
 from pymc_evidence.engines import batched_log_densities, hmc_step, init_state
-from pymc_evidence.engines.leapfrog import FUSED_MIN_ROWS, MIXTURE_FORM_MAX_DIM, leapfrogs
+from pymc_evidence.engines.leapfrog import (
+    FUSED_MIN_ROWS,
+    MIXTURE_FORM_MAX_DIM,
+    DenseStep,
+    leapfrogs,
+)
 
 pytest.importorskip("jax")
 
@@ -87,6 +92,29 @@ def test_fused_matches_numpy(kind):
     assert np.any(~np.isfinite(fused[2][0]))  # some trajectories crossed the cut
     assert fused[3] == plain[3]  # what each met, returned as values: calls, points
     assert fused[3].n_calls == 7 and fused[3].n_points == 7 * N and fused[3].n_nonfinite > 0
+
+
+def test_fused_matches_numpy_with_a_dense_inverse_mass():
+    """A :class:`DenseStep` (step sizes per particle, a Cholesky factor): the fused
+    trajectory lands where the numpy loop does."""
+    base = _bases()["full"]
+    with use_backend("jax"):
+        density = batched_log_densities(_model(), base)
+    rng = np.random.default_rng(5)
+    x = base.sample(N, rng)
+    p, beta = rng.standard_normal(x.shape), rng.uniform(size=N)
+    step = DenseStep(rng.uniform(0.05, 0.2, (N, 1)), base.chol)
+    fused = leapfrogs(density, x, p, beta, step, 6)
+    with np.errstate(all="ignore"):
+        plain = leapfrogs(_numpy_path(density, N), x, p, beta, step, 6)
+    _assert_same(fused[:3], plain[:3])
+    assert fused[3] == plain[3]
+    # a diagonal factor is the diagonal scale
+    s = np.array([0.3, 0.5, 1.2])
+    diag = leapfrogs(_numpy_path(density, N), x, p, beta, DenseStep(0.1, np.diag(s)), 6)
+    with np.errstate(all="ignore"):
+        elementwise = leapfrogs(_numpy_path(density, N), x, p, beta, 0.1 * s, 6)
+    _assert_same(diag[:3], elementwise[:3])
 
 
 def test_hmc_step_fused_and_counted():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .counts import Counts
-from .leapfrog import leapfrogs, path_grad
+from .leapfrog import DenseStep, kick, leapfrogs, path_grad
 
 __all__ = ["Info", "State", "hmc_step", "init_state", "rwm_step"]
 
@@ -143,9 +143,11 @@ def hmc_step(
     n_leapfrog : int
         Leapfrog steps per trajectory (one batched density call each).
     rng : numpy.random.Generator
-    scale : ndarray, shape (d,), optional
+    scale : ndarray, shape (d,) or (d, d), optional
         Per-coordinate scale: the mass matrix is ``diag(1 / scale**2)`` (e.g. the base's
-        marginal standard deviations). Identity mass when omitted.
+        marginal standard deviations); or a lower-triangular ``L``, the inverse mass
+        ``L @ L.T`` (e.g. a Cholesky factor of the particles' covariance). Identity mass
+        when omitted.
     rows : int, optional
         Where ``state`` is a subset of a larger set of particles, that set's size: a fused
         trajectory (:func:`~pymc_evidence.engines.leapfrog.leapfrogs`) is compiled for it.
@@ -183,11 +185,12 @@ def hmc_step(
         raise ValueError("n_leapfrog must be at least 1")
     beta = np.asarray(beta, dtype=float)
     s = np.ones(d) if scale is None else np.asarray(scale, dtype=float)
+    step = DenseStep(eps, s) if s.ndim == 2 else eps * s
     p0 = rng.standard_normal((n, d))
     with np.errstate(invalid="ignore", over="ignore"):
         h0 = -state.log_path(beta) + 0.5 * np.sum(p0**2, 1)
-        p = p0 + 0.5 * eps * s * state.grad_path(beta)
-        x, p, values, met = leapfrogs(density, state.x, p, beta, eps * s, int(n_leapfrog), rows)
+        p = p0 + kick(step, state.grad_path(beta), 0.5)
+        x, p, values, met = leapfrogs(density, state.x, p, beta, step, int(n_leapfrog), rows)
         proposal = State(x, *values)
         h1 = -proposal.log_path(beta) + 0.5 * np.sum(p**2, 1)
         log_alpha = h0 - h1

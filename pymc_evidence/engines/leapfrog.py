@@ -21,6 +21,8 @@ trajectories of a step-size search stay on the numpy path, which compiles nothin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..base.jax_rows import pad_rows, padded_size
@@ -28,11 +30,14 @@ from .counts import Counts
 
 __all__ = [
     "FUSED_MIN_ROWS",
+    "DenseStep",
     "MIXTURE_FORM_MAX_DIM",
     "MIXTURE_MIN_COMPONENTS",
     "PILOT_ROWS",
     "SUBSET_PAD_MAX",
     "fused_trajectory",
+    "drift",
+    "kick",
     "leapfrogs",
     "path_grad",
     "subset_rows",
@@ -74,6 +79,38 @@ SUBSET_PAD_MAX = 2
 PILOT_ROWS = 256
 
 
+@dataclass(frozen=True)
+class DenseStep:
+    """A leapfrog step under a dense inverse mass ``chol @ chol.T``: step sizes ``eps``
+    (scalar or ``(n, 1)``) and the lower-triangular ``chol`` (``(d, d)``).
+
+    In the whitened coordinates ``z = chol^-1 x`` it is the plain step: a drift moves
+    ``x`` by ``eps * chol @ p``, a kick moves ``p`` by ``eps * chol.T @ grad`` (rows:
+    ``p @ chol.T`` and ``grad @ chol``). A diagonal inverse mass is an array ``eps * s``
+    instead, applied elementwise (:func:`drift`, :func:`kick`).
+
+    >>> step = DenseStep(0.5, np.array([[2.0, 0.0], [1.0, 1.0]]))
+    >>> drift(step, np.array([[1.0, 0.0]])).tolist(), kick(step, np.array([[0.0, 1.0]])).tolist()
+    ([[1.0, 0.5]], [[0.5, 0.5]])
+    """
+
+    eps: np.ndarray | float
+    chol: np.ndarray
+
+
+def drift(step, p: np.ndarray) -> np.ndarray:
+    """How far a leapfrog step moves the positions, given momenta ``p`` (``(n, d)``)."""
+    return step.eps * (p @ step.chol.T) if isinstance(step, DenseStep) else step * p
+
+
+def kick(step, grad: np.ndarray, coef: float = 1.0) -> np.ndarray:
+    """How far ``coef`` (1, or 0.5 for a half step) of a leapfrog step moves the momenta,
+    given the gradients ``grad``."""
+    if isinstance(step, DenseStep):
+        return (coef * step.eps) * (grad @ step.chol)
+    return (coef * step) * grad
+
+
 def path_grad(grad_f, grad_q, beta):
     """Gradient of the geometric path, ``beta`` scalar or per particle."""
     beta = np.asarray(beta, dtype=float)
@@ -91,8 +128,8 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
         Or any callable returning ``(log_f, log_q, grad_f, grad_q)`` at the rows of a matrix.
     x, p : ndarray, shape (n, d)
     beta : float or ndarray, shape (n,)
-    eps_s : ndarray, shape (d,) or (n, d)
-        Step size times the per-coordinate scale.
+    eps_s : ndarray, shape (d,) or (n, d), or DenseStep
+        Step size times the per-coordinate scale, or a step under a dense inverse mass.
     n_leapfrog : int
     rows : int, optional
         The size of the set these particles were taken from (a run's copies to move apart
@@ -119,11 +156,11 @@ def leapfrogs(density, x, p, beta, eps_s, n_leapfrog: int, rows: int | None = No
         return run(x, p, beta, eps_s, n_leapfrog, rows)
     met = Counts()
     for i in range(int(n_leapfrog)):
-        x = x + eps_s * p
+        x = x + drift(eps_s, p)
         values = density(x)
         met = met + Counts.of_values(values[0], values[1])
         grad = path_grad(values[2], values[3], beta)
-        p = p + (0.5 if i == n_leapfrog - 1 else 1.0) * eps_s * grad
+        p = p + kick(eps_s, grad, 0.5 if i == n_leapfrog - 1 else 1.0)
     return x, p, values, met
 
 
@@ -172,17 +209,25 @@ def fused_trajectory(rows, base):
     call's newly fitted base of the same kind and shape reuses its compilation.
     """
     base_fn, base_params = _jax_base(base)
-    if base_fn not in rows.fused:
-        rows.fused[base_fn] = _jitted_trajectory(rows.batched, base_fn)
-    jitted = rows.fused[base_fn]
+
+    def jitted(dense: bool):
+        if (base_fn, dense) not in rows.fused:
+            rows.fused[base_fn, dense] = _jitted_trajectory(rows.batched, base_fn, dense)
+        return rows.fused[base_fn, dense]
 
     def run(x, p, beta, eps_s, n_leapfrog, at_least=None):
         n, d = x.shape
         size = padded_size(max(n, at_least or 0))
         beta = np.broadcast_to(np.asarray(beta, dtype=np.float64), (n,))
-        eps_s = np.broadcast_to(np.asarray(eps_s, dtype=np.float64), (n, d))
-        args = [pad_rows(np.ascontiguousarray(a), size) for a in (x, p, beta, eps_s)]
-        out = jitted(*args, int(n_leapfrog), n, base_params, *rows.shared_values())
+        pad = lambda a: pad_rows(np.ascontiguousarray(a), size)  # noqa: E731
+        dense = isinstance(eps_s, DenseStep)
+        if dense:
+            eps = np.broadcast_to(np.asarray(eps_s.eps, dtype=np.float64), (n, 1))
+            step = (pad(eps), np.asarray(eps_s.chol, dtype=np.float64))
+        else:
+            step = pad(np.broadcast_to(np.asarray(eps_s, dtype=np.float64), (n, d)))
+        args = [pad(x), pad(p), pad(beta), step]
+        out = jitted(dense)(*args, int(n_leapfrog), n, base_params, *rows.shared_values())
         x, p, *values = (np.asarray(o, dtype=np.float64)[:n] for o in out[:6])
         steps = int(n_leapfrog)
         met = Counts(n_calls=steps, n_points=n * steps, n_nonfinite=int(out[6]))
@@ -205,23 +250,29 @@ def _jax_base(base):
     return base.jax_logp_grad()
 
 
-def _jitted_trajectory(model_fn, base_fn):
+def _jitted_trajectory(model_fn, base_fn, dense: bool = False):
     """``jax.jit`` of the trajectory of :func:`fused_trajectory`, given the model's batched
-    ``(log f, grad)`` and the base's jax ``(log q, grad)`` of ``(x, parameters)``."""
+    ``(log f, grad)`` and the base's jax ``(log q, grad)`` of ``(x, parameters)``; ``dense``:
+    its step is ``(eps (n, 1), chol)`` (:class:`DenseStep`), else ``eps * s`` (``(n, d)``)."""
     import jax
     import jax.numpy as jnp
 
-    def trajectory(x, p, beta, eps_s, n_leapfrog, n_real, base_params, *shared):
+    def trajectory(x, p, beta, step, n_leapfrog, n_real, base_params, *shared):
         b = beta[:, None]
         real = jnp.arange(x.shape[0]) < n_real
+        if dense:
+            eps, chol = step
+            move, push = (lambda v: eps * (v @ chol.T)), (lambda c, v: (c * eps) * (v @ chol))
+        else:
+            move, push = (lambda v: step * v), (lambda c, v: (c * step) * v)
 
         def body(i, carry):
             x, p, _, _, _, _, bad = carry
-            x = x + eps_s * p
+            x = x + move(p)
             log_f, grad_f = model_fn(x, *shared)
             log_q, grad_q = base_fn(x, base_params)
             coef = jnp.where(i == n_leapfrog - 1, 0.5, 1.0)
-            p = p + coef * eps_s * (b * grad_f + (1.0 - b) * grad_q)
+            p = p + push(coef, b * grad_f + (1.0 - b) * grad_q)
             finite = jnp.isfinite(log_f) & jnp.isfinite(log_q)
             bad = bad + jnp.sum(real & ~finite, dtype=jnp.int32)
             return x, p, log_f, log_q, grad_f, grad_q, bad

@@ -19,6 +19,10 @@ from ..estimators.logspace import RESAMPLING
 __all__ = ["KERNELS", "KernelSettings", "LinkSettings", "SMCSettings", "kernel_scale"]
 
 KERNELS = ("hmc", "rwm")
+#: Most dimensions at which SMC's moves use a dense inverse mass (``dense_max_dim``): the
+#: particles, hundreds to a thousand, estimate a covariance of this size well, and a
+#: leapfrog's two ``(n, d) @ (d, d)`` products stay small beside a density call.
+DENSE_MAX_DIM = 32
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,11 @@ class SMCSettings:
         ``posterior_budget`` times the particle moves the stages made, over the particles.
     posterior_budget : float
         See ``posterior_moves`` (``inf``: exactly ``posterior_moves``).
+    dense_max_dim : int
+        Up to this many dimensions the moves' inverse mass is the particles' weighted
+        covariance (:func:`~.smc_kernel.dense_spread`), above it their per-coordinate
+        variances: a posterior whose coordinates correlate (an intercept and the group
+        effects it is confounded with) decorrelates in a few moves instead of many.
     """
 
     schedule: object = "adaptive"
@@ -187,6 +196,7 @@ class SMCSettings:
     max_stages: int = 500
     posterior_moves: int = 0
     posterior_budget: float = float("inf")
+    dense_max_dim: int = DENSE_MAX_DIM
 
     def posterior_steps(self, stage_moves: int, n_particles: int) -> int:
         """The full HMC steps at ``beta = 1``, given the stages' particle moves.
@@ -212,6 +222,8 @@ class SMCSettings:
             raise ValueError("n_leapfrog and n_moves must be >= 1, max_expansions >= 0")
         if self.max_moves < self.n_moves or not 0.0 <= self.decorrelation <= 1.0:
             raise ValueError("max_moves must be >= n_moves and decorrelation in [0, 1]")
+        if self.dense_max_dim < 0:
+            raise ValueError(f"dense_max_dim must be >= 0, got {self.dense_max_dim}")
         if self.step_size <= 0 or self.posterior_moves < 0 or self.posterior_budget < 0:
             raise ValueError("step_size must be positive, posterior_moves and _budget >= 0")
         if isinstance(self.schedule, str):

@@ -71,7 +71,6 @@ from .smc_kernel import (
     log_ratio,
     put,
     repeats,
-    spread,
     take,
 )
 from .stages import STAGE_FIELDS, StageInfo, anneal, stack, total_counts
@@ -139,7 +138,7 @@ class ResampleMove:
         if n < 2:
             raise ValueError(f"need at least 2 particles, got {n}")
         log_w = np.full(n, -np.log(n))
-        tuning = Tuning(float(s.step_size), spread(particles.x, log_w, None))
+        tuning = Tuning(float(s.step_size), self.moves.scale_of(particles.x, log_w, None))
         start = (0.0, np.nan, np.nan, n, np.nan, np.nan, n, 0, 0)
         values = dict(zip(REWEIGHT_KEYS[1:], start[1:], strict=True))
         first = StageInfo(0.0, counts=Counts.of_state(particles), values=values)
@@ -166,7 +165,7 @@ class ResampleMove:
         particles, log_w, values, tuning, moved = _reweight(
             self.moves, rng, particles, state.log_w, (beta, new_beta), tuning, moved
         )
-        tuning = replace(tuning, scale=spread(particles.x, log_w, tuning.scale))
+        tuning = replace(tuning, scale=self.moves.scale_of(particles.x, log_w, tuning.scale))
         tuning = tuning.tuned(moved.acceptance, s)
         acc = float(np.mean(moved.acceptance)) if moved.acceptance else np.nan
         values["particle_moves"] = moved.particle_moves
@@ -188,7 +187,8 @@ class ResampleMove:
         if np.ptp(log_w) > 0:
             index = resample_indices(log_w, n, rng, self.moves.settings.resampling)
             particles = take(particles, index)
-            tuning = replace(tuning, scale=spread(particles.x, np.zeros(n), tuning.scale))
+            scale = self.moves.scale_of(particles.x, np.zeros(n), tuning.scale)
+            tuning = replace(tuning, scale=scale)
             copies = repeats(index)
         step_size = tuning.step_size
         if copies.size:

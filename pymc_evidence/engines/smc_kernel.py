@@ -31,6 +31,7 @@ from .hmc import State, hmc_step
 from .settings import SMCSettings
 
 __all__ = [
+    "DENSE_ESS_PER_DIM",
     "DIVERGING_HALVE",
     "MAX_HALVINGS",
     "MIN_REFRESH",
@@ -41,6 +42,7 @@ __all__ = [
     "Moved",
     "Tuning",
     "concat",
+    "dense_spread",
     "log_incr",
     "log_ratio",
     "spread",
@@ -57,6 +59,8 @@ DIVERGING_HALVE = 0.01
 #: :data:`MIN_REFRESH` HMC steps have run; at most ``n_moves``).
 UNMOVED_SHARE = 0.01
 MIN_REFRESH = 2
+#: Fewest effective particles per dimension for :func:`dense_spread`'s correlations.
+DENSE_ESS_PER_DIM = 5
 #: Particles that run the trial trajectories of :meth:`Kernel.settle`, and the most halvings.
 TRIAL_PARTICLES = 64
 MAX_HALVINGS = 10
@@ -134,6 +138,39 @@ def spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.
     return np.where(std > 1e-10, std, fallback)
 
 
+def dense_spread(x: np.ndarray, log_w: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+    """A lower-triangular factor ``L`` of the particles' weighted covariance, ``L @ L.T``;
+    the per-coordinate scale of :func:`spread` (as a diagonal ``L``) where the weights'
+    Kish ESS is under :data:`DENSE_ESS_PER_DIM` per dimension, too few to estimate the
+    correlations. The correlations are not shrunk: shrinking a correlation of 0.99 (an
+    intercept and the mean of effects confounded with it) by a few percent leaves the
+    moves as poorly scaled as none.
+
+    >>> x = np.random.default_rng(0).multivariate_normal([0, 0], [[1, .9], [.9, 1]], 4000)
+    >>> chol = dense_spread(x, np.zeros(4000), None)
+    >>> np.round(chol @ chol.T, 1).tolist()
+    [[1.0, 0.9], [0.9, 1.0]]
+    """
+    sd = spread(x, log_w, _diagonal(previous))
+    w = np.exp(normalize_log_weights(log_w))
+    if 1.0 / np.sum(w**2) < DENSE_ESS_PER_DIM * x.shape[1]:
+        return np.diag(sd)
+    centred = (x - w @ x) / sd
+    corr = centred.T @ (centred * w[:, None])
+    corr = corr / np.sqrt(np.outer(np.diag(corr), np.diag(corr))) + 1e-10 * np.eye(len(sd))
+    try:
+        return sd[:, None] * np.linalg.cholesky(corr)
+    except np.linalg.LinAlgError:
+        return np.diag(sd)
+
+
+def _diagonal(scale: np.ndarray | None) -> np.ndarray | None:
+    """The per-coordinate scale of a scale (its rows' norms for a factor ``L``)."""
+    if scale is None or np.ndim(scale) == 1:
+        return scale
+    return np.sqrt(np.sum(np.asarray(scale) ** 2, axis=1))
+
+
 @dataclass(frozen=True)
 class Tuning:
     """What the moves adapt as a run goes: the HMC step size (in units of the scale) and the
@@ -177,6 +214,13 @@ class Kernel:
 
     density: object
     settings: SMCSettings
+
+    def scale_of(self, x: np.ndarray, log_w: np.ndarray, previous) -> np.ndarray:
+        """The moves' scale from the weighted particles: :func:`dense_spread` up to
+        ``settings.dense_max_dim`` dimensions, :func:`spread` above."""
+        if x.shape[1] <= self.settings.dense_max_dim:
+            return dense_spread(x, log_w, previous)
+        return spread(x, log_w, _diagonal(previous))
 
     def move(self, rng, state: State, beta: float, tuning: Tuning):
         """``n_moves`` HMC steps, then more (up to ``max_moves``) while the particles'
