@@ -22,6 +22,8 @@ Models (each with a log Z computed without pymc_evidence):
   rows crossed with 10 years, a ``HalfNormal(1)`` scale each, written centred
   (:func:`pymc_evidence.testing.crossed.crossed_intercepts`: Woodbury given the scales,
   composite Gauss-Legendre over the three of them);
+* ``nested:J``: nested random intercepts ``(1|state) + (1|state:county)``, ``J`` counties of
+  4 rows in ``J / 20`` states, written as ``crossed:J`` (the same function, ``nested=True``);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
@@ -69,6 +71,7 @@ KINDS = (
     "lkj",
     "lkjc",
     "crossed",
+    "nested",
     "logistic",
 )
 
@@ -97,6 +100,10 @@ def build(name: str):
         from pymc_evidence.testing.crossed import crossed_intercepts
 
         system = crossed_intercepts(J=J, K=10, rows=4, seed=1)
+    elif kind == "nested":
+        from pymc_evidence.testing.crossed import crossed_intercepts
+
+        system = crossed_intercepts(J=J, K=max(J // 20, 5), rows=4, seed=1, nested=True)
     elif kind == "logistic":
         return logistic(J)
     else:

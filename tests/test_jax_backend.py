@@ -234,8 +234,8 @@ def _indexed(n_rows):
 
 
 def test_auto_takes_the_default_linker_for_data_sized_gathers():
-    from pymc_evidence.base._compile import GATHER_MIN_SIZE, gathers_data
     from pymc_evidence.base.batched_logp import _point_graph
+    from pymc_evidence.base.graph_traits import GATHER_MIN_SIZE, gathers_data
 
     big, small = _indexed(GATHER_MIN_SIZE), _indexed(GATHER_MIN_SIZE // 4)
     assert gathers_data(_point_graph(model_space(big))[1])  # the gradient's scatter too
@@ -249,8 +249,8 @@ def test_auto_takes_the_default_linker_for_data_sized_gathers():
 def test_auto_keeps_jax_for_an_integrated_hierarchy_that_also_gathers():
     """A crossed ``(1|county) + (1|year)`` model: the counties integrated, the years'
     effects gathered over every row; the integral's graph stays on JAX."""
-    from pymc_evidence.base._compile import GATHER_MIN_SIZE, gathers_data
     from pymc_evidence.base.batched_logp import _point_graph
+    from pymc_evidence.base.graph_traits import GATHER_MIN_SIZE, gathers_data
     from pymc_evidence.problem import EvidenceProblem
     from pymc_evidence.testing.crossed import crossed_intercepts
 

@@ -127,10 +127,19 @@ def crossed_log_z(s: dict, points: int = 40) -> float:
 
 
 def crossed_intercepts(
-    J: int = 100, K: int = 8, rows: int = 4, seed: int = 0, centered: bool = True
+    J: int = 100,
+    K: int = 8,
+    rows: int = 4,
+    seed: int = 0,
+    centered: bool = True,
+    nested: bool = False,
 ) -> AnalyticModel:
     """``J`` counties crossed with ``K`` years, ``rows`` rows a county (years drawn at
     random), intercepts ``a ~ N(0, 0.6)``, ``b ~ N(0, 0.4)``, noise 1 (module docstring).
+
+    ``nested=True``: the ``K`` groups are states that hold whole counties (each county's
+    rows all in one state, drawn at random), bambi's ``(1|state) + (1|state:county)``;
+    the same algebra gives its log Z.
 
     Examples
     --------
@@ -140,7 +149,7 @@ def crossed_intercepts(
     """
     rng = np.random.default_rng(seed)
     county = np.repeat(np.arange(J), rows)
-    year = rng.integers(0, K, county.size)
+    year = rng.integers(0, K, J)[county] if nested else rng.integers(0, K, county.size)
     y = 1.0 + rng.normal(0, 0.6, J)[county] + rng.normal(0, 0.4, K)[year]
     y = y + rng.normal(size=county.size)
     coords = {"county": np.arange(J), "year": np.arange(K)}
@@ -157,8 +166,10 @@ def crossed_intercepts(
         pm.Normal("y", mu + a[county] + b[year], sigma, observed=y)
     log_z = crossed_log_z(_stats(y, county, year, J, K))
     description = (
-        f"Crossed random intercepts: {J} counties x {K} years, {rows} rows a county "
+        f"{'Nested' if nested else 'Crossed'} random intercepts: {J} counties x {K} "
+        f"{'states' if nested else 'years'}, {rows} rows a county "
         f"(seed={seed}); log Z by Woodbury and a 3-D Gauss-Legendre rule over the scales."
     )
     data = as_data(y=y, county=county, year=year)
-    return AnalyticModel(f"crossed_{J}x{K}", model, log_z, description, data)
+    name = f"{'nested' if nested else 'crossed'}_{J}x{K}"
+    return AnalyticModel(name, model, log_z, description, data)
