@@ -201,6 +201,9 @@ class MethodSpec:
         method of this package: PyMC's sampler only).
     distributes : bool
         Whether its independent runs go to ``sample_evidence``'s ``executor``.
+    sizes : str
+        For a method that runs no NUTS: the options that size its runs, named where
+        ``pm.sample``'s sizes are given to it.
     """
 
     name: str
@@ -211,6 +214,7 @@ class MethodSpec:
     nuts: str = "none"
     ready: Callable | None = None
     distributes: bool = False
+    sizes: str = ""
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""

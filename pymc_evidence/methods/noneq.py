@@ -291,7 +291,7 @@ def _run(problem, options: AnnealOptions, variant: _Variant) -> MethodResult:
     )
 
 
-def _spec(name, description, options, *, reverse, more_stages, more_particles=False):
+def _spec(name, description, options, *, reverse, more_stages, more_particles=False, sizes=""):
     variant = _Variant(name, reverse, more_stages, more_particles)
 
     def run(problem, opts):
@@ -304,6 +304,7 @@ def _spec(name, description, options, *, reverse, more_stages, more_particles=Fa
         options=options,
         nuts="any" if reverse else "none",  # reverse runs start from NUTS draws
         ready=refuse_modes_beyond_chains if reverse else None,
+        sizes=sizes,
     )
 
 
@@ -314,6 +315,7 @@ AIS_SPEC = _spec(
     reverse=False,
     more_stages=True,
     more_particles=True,
+    sizes="n_particles (annealing runs moved together) and n_stages",
 )
 RAIS_SPEC = _spec(
     "rais",

@@ -201,6 +201,8 @@ def _spec(name, description, *, arm: bool):
         run=run,
         options=SMCOptions,
         distributes=True,
+        sizes="n_particles (particles per run) and n_runs (independent runs, their spread is "
+        "the se)",
     )
 
 
