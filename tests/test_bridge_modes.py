@@ -214,7 +214,7 @@ def test_unimodal_unchanged():
     kwargs = dict(tune=300, chains=3, random_seed=SEED, compute_convergence_checks=False)
     idata = pm.sample(400, progressbar=False, model=model, **kwargs)
     problem = EvidenceProblem.build(model, random_seed=5, base=None, reparam=None)
-    options = dict(bridge_method.OPTIONS)
+    options = bridge_method.BridgeOptions()
     result = bridge_method.bridge_parts(problem, idata, options)
     x = bridge_method._posterior_draws(idata, problem.space)
     plain, _, _ = bridge_method._estimate(problem.log_f, x, options, problem.rng("method"))
@@ -279,7 +279,7 @@ def test_hopping_chains_bridge_with_piece_proposal():
     posterior = xr.Dataset({"x": (("chain", "draw", "dim"), x)})
     idata = compat.new_idata({"posterior": posterior})
     problem = EvidenceProblem.build(case.model, random_seed=5, base=None, reparam=None)
-    result = bridge_method.bridge_parts(problem, idata, dict(bridge_method.OPTIONS))
+    result = bridge_method.bridge_parts(problem, idata, bridge_method.BridgeOptions())
     est = result.estimate
     assert est.diagnostics["n_clusters"] == 1
     assert_log_z(est, case.log_z, abs_tol=0.05, label="hopping chains")
@@ -315,7 +315,7 @@ def test_a_missed_shell_gets_chains_of_its_own():
     shell = _shell_draws(np.random.default_rng(SEED), np.array([3.5, 0, 0, 0, 0]), 1200, d=5)
     posterior = xr.Dataset({"x": (("chain", "draw", "x_dim_0"), shell.reshape(4, 300, 5))})
     idata = compat.new_idata({"posterior": posterior})
-    options = dict(bridge_method.OPTIONS)
+    options = bridge_method.BridgeOptions()
     result = bridge_method.bridge_parts(problem, idata, options, more_chains=True)
     est = result.estimate
     assert est.diagnostics["n_more_chains"] >= 2 and est.diagnostics["n_clusters"] == 2

@@ -96,6 +96,8 @@ def test_many_modes_are_refused_before_sampling():
         refuse_many_modes,
         refuse_modes_beyond_chains,
     )
+    from pymc_evidence.methods.ct import CTOptions
+    from pymc_evidence.methods.noneq import ReverseAISOptions
 
     def problem(k, small=0):
         weights = np.r_[np.ones(k), np.full(small, 1e-3)]
@@ -104,19 +106,19 @@ def test_many_modes_are_refused_before_sampling():
         )
         return SimpleNamespace(tempering_base=base)
 
-    refuse_many_modes(problem(MAX_TEMPERING_MODES, small=5), {})  # tiny components not counted
+    refuse_many_modes(problem(MAX_TEMPERING_MODES, small=5), CTOptions())  # tiny ones not counted
     many = problem(MAX_TEMPERING_MODES + 1)
     with pytest.raises(ValueError, match="method='smc'") as info:
-        refuse_many_modes(many, {})
+        refuse_many_modes(many, CTOptions())
     # what it advises is accepted: 'bar' only with a chain per mode
     needed = MAX_TEMPERING_MODES + 1
     assert f"chains={needed} or more" in str(info.value)
     many.base = many.tempering_base
     many.sampling = SimpleNamespace(chains=needed)
-    refuse_modes_beyond_chains(many, {})
+    refuse_modes_beyond_chains(many, ReverseAISOptions())
     many.sampling = SimpleNamespace(chains=needed - 1)
     with pytest.raises(ValueError, match="NUTS chains"):
-        refuse_modes_beyond_chains(many, {})
+        refuse_modes_beyond_chains(many, ReverseAISOptions())
 
     system = pme.testing.egg_box()  # the shells' 7 components (PyMC 6) are 4 or fewer on 5
     for method in ("ct", "gibbs_ct", "st"):

@@ -15,6 +15,7 @@ from pymc_evidence.methods.noneq import (
     MAX_PARTICLE_FACTOR,
     MAX_STAGE_FACTOR,
     WORK_SD_MAX,
+    ReverseAISOptions,
     more_particles,
     more_stages,
 )
@@ -298,12 +299,13 @@ def test_reverse_methods_refuse_more_modes_than_chains():
     def problem(base, chains=4):
         return SimpleNamespace(base=base, sampling=SimpleNamespace(chains=chains))
 
-    refuse_modes_beyond_chains(problem(mixture(4, small=5)), {"posterior": None})
-    refuse_modes_beyond_chains(problem(mixture(5), chains=5), {"posterior": None})
-    refuse_modes_beyond_chains(problem(mixture(5)), {"posterior": object()})  # the user's
+    plain, given = ReverseAISOptions(), ReverseAISOptions(posterior=object())
+    refuse_modes_beyond_chains(problem(mixture(4, small=5)), plain)
+    refuse_modes_beyond_chains(problem(mixture(5), chains=5), plain)
+    refuse_modes_beyond_chains(problem(mixture(5)), given)  # the user's
     for base in (mixture(5), merged):
         with pytest.raises(ValueError, match="method='smc'"):
-            refuse_modes_beyond_chains(problem(base), {"posterior": None})
+            refuse_modes_beyond_chains(problem(base), plain)
 
     system = pme.testing.egg_box()
     for method in ("rais", "lis"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import pytest
 from _accuracy import assert_log_z
 
 import pymc_evidence as pme
-from pymc_evidence.methods import REGISTRY, get_method, resolve_options
+from pymc_evidence.api.sample import _split_options
+from pymc_evidence.methods import REGISTRY, ProblemOptions, get_method, resolve_options
 from pymc_evidence.problem import STREAMS, EvidenceProblem, SamplingArgs, seed_sequence
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression
 
@@ -62,9 +64,32 @@ def test_unknown_option_is_refused_before_any_work(monkeypatch):
 
 
 def test_resolve_options_fills_defaults():
-    options = resolve_options(get_method("lis"), {"n_particles": 32})
-    assert options["n_particles"] == 32 and options["direction"] == "bridged"
-    assert options["base"] == "auto" and options["potentials"] is None
+    options = resolve_options(get_method("lis"), {"n_particles": 32, "reparam": None})
+    assert options.n_particles == 32 and options.direction == "bridged"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.n_particles = 64
+    shared = ProblemOptions.from_keywords({"n_particles": 32, "reparam": None})
+    assert shared.base == "auto" and shared.potentials is None and shared.reparam is None
+
+
+def test_options_are_typed_and_checked_once():
+    """Counts become ints as the options are made; a bad value is refused then, with the
+    message the checks always gave; the attributes stored come from the options."""
+    options = resolve_options(get_method("ais"), {"n_stages": 50.0, "schedule": [0, 0.5, 1]})
+    assert options.n_stages == 50 and type(options.n_stages) is int
+    assert options.to_attrs() == {
+        "n_particles": 256, "n_stages": 50, "max_stages": 3200, "n_leapfrog": 10,
+        "schedule": "custom",
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="n_particles must be >= 2 and n_runs >= 1"):
+        resolve_options(get_method("smc"), {"n_runs": 0})
+    with pytest.raises(TypeError, match="did you mean 'n_particles'"):
+        pme.sample_evidence(_small().model, "smc", n_particle=10, progressbar=False)
+    # one record of the problem options, whichever method comes first
+    specs = [get_method("bridge"), get_method("smc")]
+    shared, per_method = _split_options(specs, {"base": "prior"})
+    assert shared.base == "prior" and per_method[1] == get_method("smc").options()
+    assert type(per_method[0]).__name__ == "BridgeOptions"
 
 
 def test_streams_are_fixed_children_of_the_seed():

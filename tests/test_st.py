@@ -212,3 +212,20 @@ def test_st_samples_again_where_chains_cross_the_ladder_rarely():
     assert est.diagnostics["first_run_min_round_trips"] < ROUND_TRIPS_MIN
     assert get_group(idata, "sample_stats").sizes["draw"] == 400
     assert_log_z(est, case.log_z, abs_tol=0.1, label="regression, longer run")
+
+
+def test_st_options_are_the_steps_keywords():
+    """``STOptions`` lists every keyword-only argument of the step that the problem does
+    not set, with the step's defaults (a new argument of the step needs a field there)."""
+    import inspect
+
+    from pymc_evidence.methods.st import STOptions
+
+    params = inspect.signature(pme.SimulatedTempering.__init__).parameters
+    set_by_problem = {"base", "potentials", "random_seed", "model", "warn_tempered"}
+    expected = {
+        name: p.default
+        for name, p in params.items()
+        if p.kind is p.KEYWORD_ONLY and name not in set_by_problem
+    }
+    assert STOptions.defaults() == expected

@@ -7,7 +7,6 @@ import xarray as xr
 
 from ..base import model_space
 from ..compat import group_names
-from ..methods import resolve_options
 from ..methods.bridge import SPEC as BRIDGE_SPEC
 from ..methods.bridge import bridge_parts
 from ..methods.ct import moment_diagnostics
@@ -179,18 +178,9 @@ def bridge_sampling(
     >>> bool(abs(est.log_z - case.log_z) < max(4 * est.se, 0.1))
     True
     """
-    options = resolve_options(
-        BRIDGE_SPEC,
-        {
-            "repetitions": repetitions,
-            "proposal": proposal,
-            "n_proposal": n_proposal,
-            "maxiter": maxiter,
-            "tol": tol,
-            "potentials": potentials,
-        },
+    options = BRIDGE_SPEC.options(
+        repetitions=repetitions, proposal=proposal, n_proposal=n_proposal, maxiter=maxiter, tol=tol
     )
-    options.pop("reparam")
     if model is None and pm.Model.get_context(error_if_none=False) is None:
         raise TypeError(
             "bridge_sampling needs the model the draws came from: pass it, "
@@ -199,7 +189,7 @@ def bridge_sampling(
     problem = EvidenceProblem.build(
         model,
         random_seed=random_seed,
-        potentials=options.pop("potentials"),
+        potentials=potentials,
         base=None,
         reparam=None,
     )

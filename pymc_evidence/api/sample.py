@@ -17,7 +17,7 @@ from ..base.batched_logp import backend_used
 from ..compat import get_group, set_group
 from ..estimators.pooling import cross_check
 from ..estimators.record import with_se_floor
-from ..methods import get_method, resolve_options
+from ..methods import ProblemOptions, get_method, refuse_unknown, resolve_options
 from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
 from ..results.assemble import add_messages, assemble_results
@@ -35,9 +35,6 @@ __all__ = ["sample_evidence"]
 #: ascents were many times slower with them, most of all on a busy machine (measured in
 #: :doc:`/performance`, "What a user meets: the first call on a new model").
 _ONE_BLAS_THREAD = 1
-
-#: Options that shape the problem rather than one method.
-_PROBLEM_KEYS = ("potentials", "reparam", "base", "base_kwargs")
 
 
 def sample_evidence(
@@ -171,7 +168,7 @@ def sample_evidence(
         Each method's own options (``base``, ``n_particles``, ``n_runs``, ``schedule``,
         ``posterior_moves``, ``n_stages``, ``posterior``, ...) and their defaults are listed
         in ``docs/methods.rst``, "Each method's options"; an unknown one is a
-        ``TypeError`` listing the valid ones.
+        ``TypeError`` listing the valid ones (and naming the closest, where one is close).
 
     Returns
     -------
@@ -224,7 +221,7 @@ def sample_evidence(
     """
     names = [method] if isinstance(method, str) or method is None else list(method)
     specs = [get_method(name) for name in names]
-    per_method = _split_options(specs, method_options)
+    shared, per_method = _split_options(specs, method_options)
     backend, compile_kwargs = _backend_of(backend, compile_kwargs, specs)
     sampling = SamplingArgs.from_call(
         draws=draws,
@@ -244,7 +241,7 @@ def sample_evidence(
     check_executor_use(executor, specs)
     bmb_model = model if is_bambi_model(model) else None
     model = pymc_model_of(model)
-    exact = exact_evidence(model, method_options.get("potentials"))
+    exact = exact_evidence(model, shared.potentials)
     if exact is not None:
         return bambi_posterior(exact, bmb_model)
     with (
@@ -253,7 +250,7 @@ def sample_evidence(
         exact_float_math(),
         without_tracebacks(),
     ):
-        problem = _problem(model, random_seed, sampling, per_method)
+        problem = _problem(model, random_seed, sampling, shared, per_method)
         for spec, options in zip(specs, per_method, strict=True):
             if spec.ready is not None:
                 spec.ready(problem, options)  # refusals before any method samples
@@ -292,40 +289,31 @@ def _backend_of(backend, compile_kwargs, specs):
     return backend, compile_kwargs
 
 
-def _split_options(specs, given: dict) -> list[dict]:
-    """Each method's options (defaults filled in and checked) from one set of keywords;
-    a keyword no method accepts is a ``TypeError``."""
+def _split_options(specs, given: dict) -> tuple[ProblemOptions, list]:
+    """The call's problem options and each method's options (checked as they are made)
+    from one set of keywords; a keyword no method accepts is a ``TypeError``."""
     accepted = [spec.accepted() for spec in specs]
-    unknown = sorted(set(given).difference(*accepted))
-    if unknown:
-        valid = ", ".join(sorted(set().union(*accepted)))
-        names = [spec.name for spec in specs]
-        raise TypeError(
-            f"method(s) {names} got unknown option(s) {unknown}; valid options: {valid}"
-        )
-    return [
+    names = [spec.name for spec in specs]
+    refuse_unknown(given, set().union(*accepted), f"method(s) {names}")
+    per_method = [
         resolve_options(spec, {k: v for k, v in given.items() if k in ok})
         for spec, ok in zip(specs, accepted, strict=True)
     ]
+    return ProblemOptions.from_keywords(given), per_method
 
 
-def _problem(model, random_seed, sampling, per_method) -> EvidenceProblem:
+def _problem(model, random_seed, sampling, shared, per_method) -> EvidenceProblem:
     """One problem for every method of the call (so they share the base and NUTS draws)."""
-    shared = {}
-    for options in per_method:
-        for key in _PROBLEM_KEYS:
-            if key in options:
-                shared.setdefault(key, options.pop(key))
-    reparam = shared.get("reparam", "auto")
-    if any(o.get("posterior") is not None for o in per_method):
+    reparam = shared.reparam
+    if any(options.given_draws is not None for options in per_method):
         reparam = None  # the user's draws are of the model as written
     return EvidenceProblem.build(
         model,
         random_seed=random_seed,
         sampling=sampling,
-        potentials=shared.get("potentials"),
-        base=shared.get("base", "auto"),
-        base_kwargs=shared.get("base_kwargs"),
+        potentials=shared.potentials,
+        base=shared.base,
+        base_kwargs=shared.base_kwargs,
         reparam=reparam,
     )
 

@@ -20,11 +20,6 @@ from ..nuts import NUTS_ARGS
 __all__ = ["check_executor_use", "check_sampling", "with_log_likelihood"]
 
 _SIZES = ("draws", "tune", "chains")
-_PARTICLE_SIZES = {
-    "smc": "n_particles (particles per run) and n_runs (independent runs, their spread is the se)",
-    "arm": "n_particles (particles per run) and n_runs (independent runs, their spread is the se)",
-    "ais": "n_particles (annealing runs moved together) and n_stages",
-}
 
 
 def check_sampling(specs, sampling) -> None:
@@ -40,7 +35,7 @@ def check_sampling(specs, sampling) -> None:
     if all(spec.nuts == "none" for spec in specs):
         refused = [name for name in _SIZES + NUTS_ARGS if name in sampling.given]
         if refused:
-            sizes = "; ".join(f"{s.name}: {_PARTICLE_SIZES.get(s.name, '')}" for s in specs)
+            sizes = "; ".join(f"{s.name}: {s.sizes}" for s in specs)
             raise TypeError(
                 f"method(s) {[s.name for s in specs]} run no NUTS, so {refused} (pm.sample's "
                 f"arguments) are not used and are not reinterpreted; set the sizes with {sizes}"

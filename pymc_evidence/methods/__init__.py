@@ -1,8 +1,10 @@
 """The evidence methods, one module each, and the registry that names them.
 
 Each method is a :class:`~pymc_evidence.methods._spec.MethodSpec`: a name, a one-line
-description, its options with defaults and ``run(problem, options)``. Adding a method means
-one new module and one line in :data:`REGISTRY`.
+description, its options (a frozen :class:`~pymc_evidence.methods._spec.MethodOptions`
+dataclass whose fields are the options with their defaults, checked as it is made) and
+``run(problem, options)``. Adding a method means one new module and one line in
+:data:`REGISTRY`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,26 @@ import difflib
 from types import MappingProxyType
 
 from . import bridge, ct, lis, noneq, smc, st
-from ._spec import MethodResult, MethodSpec, resolve_options
+from ._spec import (
+    MethodOptions,
+    MethodResult,
+    MethodSpec,
+    ProblemOptions,
+    refuse_unknown,
+    resolve_options,
+)
 
-__all__ = ["METHODS", "REGISTRY", "MethodResult", "MethodSpec", "get_method", "resolve_options"]
+__all__ = [
+    "METHODS",
+    "REGISTRY",
+    "MethodOptions",
+    "MethodResult",
+    "MethodSpec",
+    "ProblemOptions",
+    "get_method",
+    "refuse_unknown",
+    "resolve_options",
+]
 
 #: method name -> its spec
 REGISTRY = MappingProxyType(

@@ -83,7 +83,7 @@ def refuse_modes_beyond_chains(problem, options) -> None:
     (measured in :doc:`/hard_models`, "The other methods on separated modes"). Draws passed
     as ``posterior=`` are the user's: they run, with the chain-spread se and its warning.
     """
-    if options.get("posterior") is not None:
+    if options.given_draws is not None:
         return
     chains = int(problem.sampling.chains)
     n_modes = separated_modes(problem.base)

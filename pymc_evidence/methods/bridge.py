@@ -44,12 +44,14 @@ from ..results.diagnostics import nuts_messages
 from ..results.st import refuse_tempered
 from ._spec import MethodResult, MethodSpec
 from .bridge_missed import chains_at, missed_mode_masses, missed_mode_messages
-from .bridge_proposals import PROPOSALS, proposal_setup
+from .bridge_options import BridgeOptions
+from .bridge_proposals import proposal_setup
 
 __all__ = [
     "MAX_COVARIANCE_NOISE",
     "MIN_DRAWS_PER_CHAIN",
     "SPEC",
+    "BridgeOptions",
     "bridge_parts",
     "covariance_noise",
 ]
@@ -135,11 +137,11 @@ def _posterior_draws(idata, space) -> np.ndarray:
 def _estimate(log_f, x, options, rng):
     """Run the repetitions; returns the pooled estimate, the per-run estimates and each
     run's fixed-point iterates of ``log Z``."""
-    repetitions, n_proposal = int(options["repetitions"]), options["n_proposal"]
-    maxiter, tol = options["maxiter"], options["tol"]
+    repetitions, n_proposal = options.repetitions, options.n_proposal
+    maxiter, tol = options.maxiter, options.tol
     half = x.shape[1] // 2
     x_fit, x_iter = x[:, :half], x[:, half : 2 * half]
-    lf_post, lg_post, nan_post, draw = proposal_setup(options["proposal"])(log_f, x_fit, x_iter)
+    lf_post, lg_post, nan_post, draw = proposal_setup(options.proposal)(log_f, x_fit, x_iter)
     if not np.all(np.isfinite(lf_post)):
         raise ValueError(
             f"the model's log density is not finite at {int(np.sum(~np.isfinite(lf_post)))} "
@@ -148,7 +150,7 @@ def _estimate(log_f, x, options, rng):
     n_eff = posterior_n_eff(x_iter)
     n2 = int(n_proposal or x_iter.shape[0] * x_iter.shape[1])
     runs, iterates, n_nan = [], [], nan_post
-    for _ in range(int(repetitions)):
+    for _ in range(repetitions):
         lf_prop, lg_prop, nan_prop = draw(n2, rng)
         iterates.append([])  # the Meng-Wong iterates, for plot_running_log_z
         est = bridge_log_evidence(
@@ -311,14 +313,7 @@ def bridge_parts(problem, idata, options, *, more_chains=False) -> MethodResult:
     if n_more:
         n_div = {"n_divergences": n_div.get("n_divergences", 0.0) + n_more}
     est = checked(quiet, n_div, messages)
-    attrs = {
-        "proposal": options["proposal"],
-        "repetitions": int(options["repetitions"]),
-        "n_proposal": int(est.diagnostics["n_proposal"]),
-        "maxiter": int(options["maxiter"]),
-        "tol": float(options["tol"]),
-        "split": "first half of each chain fits the proposal, second half iterates",
-    }
+    attrs = options.to_attrs(n_proposal=int(est.diagnostics["n_proposal"]))
     groups = {name: get_group(idata, name) for name in group_names(idata)}
     return MethodResult(est, groups, _layout(runs, iterates), attrs)
 
@@ -327,7 +322,7 @@ def ready(problem, options) -> None:
     """Refuse, before any sampling, a NUTS run whose draws would be too few to fit the
     proposal of a model of this dimension (:data:`MAX_COVARIANCE_NOISE`); the user's own
     ``posterior`` draws are bridge-sampled with a warning instead."""
-    if options["posterior"] is None:
+    if options.posterior is None:
         sampling = problem.sampling
         n_fit = int(sampling.chains) * (int(sampling.draws) // 2)
         why = _too_many_dims(problem.space.ndim, n_fit, int(sampling.chains))
@@ -337,41 +332,16 @@ def ready(problem, options) -> None:
 
 def run(problem, options) -> MethodResult:
     """NUTS draws (unless ``posterior`` is given), then bridge sampling."""
-    trace = problem.reference_posterior(options["posterior"], target_accept=TARGET_ACCEPT)
-    return bridge_parts(problem, trace, options, more_chains=options["posterior"] is None)
+    trace = problem.reference_posterior(options.posterior, target_accept=TARGET_ACCEPT)
+    return bridge_parts(problem, trace, options, more_chains=options.posterior is None)
 
-
-def check_options(options):
-    """Validate the bridge options (before any sampling)."""
-    if options["proposal"] not in PROPOSALS:
-        choices = ", ".join(f"{k!r} ({v})" for k, v in PROPOSALS.items())
-        raise ValueError(f"unknown proposal {options['proposal']!r}; choose one of: {choices}")
-    if int(options["repetitions"]) < 1:
-        raise ValueError(f"repetitions must be at least 1, got {options['repetitions']}")
-    if options["n_proposal"] is not None and int(options["n_proposal"]) < 2:
-        raise ValueError(f"n_proposal must be at least 2, got {options['n_proposal']}")
-    if int(options["maxiter"]) < 1 or not options["tol"] > 0:
-        raise ValueError(
-            f"need maxiter >= 1 and tol > 0, got {options['maxiter']}, {options['tol']}"
-        )
-
-
-OPTIONS = {
-    "posterior": None,
-    "repetitions": 1,
-    "proposal": "normal",
-    "n_proposal": None,
-    "maxiter": 1000,
-    "tol": 1e-10,
-}
 
 SPEC = MethodSpec(
     name="bridge",
     description="bridge sampling (Meng-Wong optimal bridge) from NUTS posterior draws",
     run=run,
-    options=OPTIONS,
+    options=BridgeOptions,
     uses_base=False,
-    check=check_options,
     nuts="any",
     ready=ready,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,14 +34,53 @@ from ._nuts import (
     sample_step,
     with_base_weights_se,
 )
-from ._spec import MethodResult, MethodSpec
+from ._spec import MethodOptions, MethodResult, MethodSpec
 
-__all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "moment_diagnostics"]
+__all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "CTOptions", "moment_diagnostics"]
 
 _log = logging.getLogger("pymc_evidence")
 #: Default target acceptance: tempered targets mix a broad base with the posterior, and
 #: divergences bias the estimate.
 TARGET_ACCEPT = 0.95
+
+
+@dataclass(frozen=True)
+class CTOptions(MethodOptions):
+    """The options of ``ct`` and ``gibbs_ct``, checked as they are made.
+
+    Attributes
+    ----------
+    adapt_rounds, adapt_draws, adapt_tune : int
+        The bootstrap rounds that refit the base and set ``log zeta`` (they stop early once
+        it is stable), and the draws and tuning steps of each.
+    covariance : {"auto", "full", "diag"}
+        Of the refitted base (:func:`~pymc_evidence.base.refit.refit_base`).
+
+    Examples
+    --------
+    >>> CTOptions(adapt_rounds=1).adapt_rounds
+    1
+    >>> CTOptions(covariance="dense")
+    Traceback (most recent call last):
+    ...
+    ValueError: covariance must be 'auto', 'full' or 'diag', got 'dense'
+    """
+
+    adapt_rounds: int = 3
+    adapt_draws: int = 500
+    adapt_tune: int = 500
+    covariance: str = "auto"
+
+    INTS = ("adapt_rounds", "adapt_draws", "adapt_tune")
+
+    def check(self) -> None:
+        """The covariance's kind and the rounds."""
+        if self.covariance not in ("auto", "full", "diag"):
+            raise ValueError(
+                f"covariance must be 'auto', 'full' or 'diag', got {self.covariance!r}"
+            )
+        if int(self.adapt_rounds) < 0:
+            raise ValueError(f"adapt_rounds must be >= 0, got {self.adapt_rounds}")
 
 
 def _unconstrained(space, raw) -> np.ndarray:
@@ -149,8 +189,8 @@ def _round_summary(est, log_zeta, base) -> dict:
 def _adapt(sampler, options, seeds):
     """Bootstrap rounds; returns the adapted base and one summary dict per round."""
     history, base, space = [], sampler.base, sampler.problem.space
-    for r in range(options["adapt_rounds"]):
-        raw = sampler.sample(options["adapt_draws"], options["adapt_tune"], seeds[r])
+    for r in range(options.adapt_rounds):
+        raw = sampler.sample(options.adapt_draws, options.adapt_tune, seeds[r])
         delta, log_zeta, _ = raw_ct_arrays(raw)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -165,21 +205,20 @@ def _adapt(sampler, options, seeds):
             est.se,
         )
         x = _unconstrained(space, raw).reshape(-1, space.ndim)
-        base = refit_base(base, x, ct_weights(delta), est.log_z, options["covariance"])
+        base = refit_base(base, x, ct_weights(delta), est.log_z, options.covariance)
         sampler.set_base(base)
         if abs(est.log_z - log_zeta) < max(2.0 * est.se, 0.05):
             break
     return base, history
 
 
-def _run(problem, options, form) -> MethodResult:
+def _run(problem, options: CTOptions, method: str, sampler_class) -> MethodResult:
     initial_kind = problem.tempering_base.kind
-    sampler = (_JointSampler if form == "joint" else _GibbsSampler)(problem, options)
-    seeds = problem.seed_of("method").generate_state(options["adapt_rounds"] + 1) >> 1
+    sampler = sampler_class(problem, options)
+    seeds = problem.seed_of("method").generate_state(options.adapt_rounds + 1) >> 1
     base, rounds = _adapt(sampler, options, [int(s) for s in seeds[:-1]])
     sampling = problem.sampling
     raw = sampler.sample(sampling.draws, sampling.tune, int(seeds[-1]))
-    method = "ct" if form == "joint" else "gibbs_ct"
     est, groups, layout, attrs = ct_parts(
         raw,
         method=method,
@@ -192,37 +231,31 @@ def _run(problem, options, form) -> MethodResult:
     return MethodResult(est, groups, layout, attrs, nuts=(sampler.sampler,))
 
 
-def _check(options):
-    if options["covariance"] not in ("auto", "full", "diag"):
-        raise ValueError(
-            f"covariance must be 'auto', 'full' or 'diag', got {options['covariance']!r}"
-        )
-    if int(options["adapt_rounds"]) < 0:
-        raise ValueError(f"adapt_rounds must be >= 0, got {options['adapt_rounds']}")
+def _spec(name, description, sampler_class, nuts):
+    """The spec of ``name``, whose runs ``sampler_class`` samples."""
+
+    def run(problem, options):
+        return _run(problem, options, name, sampler_class)
+
+    return MethodSpec(
+        name=name,
+        description=description,
+        run=run,
+        options=CTOptions,
+        nuts=nuts,
+        ready=refuse_many_modes,
+    )
 
 
-_OPTIONS = {
-    "adapt_rounds": 3,
-    "adapt_draws": 500,
-    "adapt_tune": 500,
-    "covariance": "auto",
-}
-
-CT_SPEC = MethodSpec(
-    name="ct",
-    description="continuous tempering, joint form: NUTS on the model extended by a temperature",
-    run=lambda problem, options: _run(problem, options, "joint"),
-    options=_OPTIONS,
-    check=_check,
+CT_SPEC = _spec(
+    "ct",
+    "continuous tempering, joint form: NUTS on the model extended by a temperature",
+    _JointSampler,
     nuts="any",
-    ready=refuse_many_modes,
 )
-GIBBS_CT_SPEC = MethodSpec(
-    name="gibbs_ct",
-    description="continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
-    run=lambda problem, options: _run(problem, options, "gibbs"),
-    options=_OPTIONS,
-    check=_check,
+GIBBS_CT_SPEC = _spec(
+    "gibbs_ct",
+    "continuous tempering, Gibbs form: NUTS at fixed temperature + exact β draws",
+    _GibbsSampler,
     nuts="step",
-    ready=refuse_many_modes,
 )

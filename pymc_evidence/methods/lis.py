@@ -11,7 +11,7 @@ standard errors come from the spread over runs.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,12 +27,68 @@ from ._particles import (
     run_checks,
     with_chain_spread,
 )
-from ._spec import MethodResult, MethodSpec
+from ._spec import MethodOptions, MethodResult, MethodSpec
 from .noneq import more_stages
 
-__all__ = ["LIS_DIRECTIONS", "SPEC"]
+__all__ = ["LIS_DIRECTIONS", "SPEC", "LISOptions"]
 
 LIS_DIRECTIONS = ("bridged", "forward", "reverse")
+
+
+@dataclass(frozen=True)
+class LISOptions(MethodOptions):
+    """The options of ``lis``, checked as they are made.
+
+    Attributes
+    ----------
+    n_particles : int
+        Runs per direction.
+    n_stages : int
+        Links of the schedule (of equal thermodynamic length, from a pilot AIS run); run
+        once more with more, at most ``max_stages``, where the log weights of a direction
+        spread too widely (:func:`~pymc_evidence.methods.noneq.more_stages`).
+    max_stages : int
+    chain_length : int
+        Transitions per chain.
+    n_leapfrog : int
+        Leapfrog steps of an HMC move.
+    direction : {"bridged", "forward", "reverse"}
+        Which runs, and how they are joined (:data:`LIS_DIRECTIONS`).
+    posterior : InferenceData or DataTree, optional
+        Draws that start the reverse runs (None: the problem's NUTS run).
+
+    Examples
+    --------
+    >>> LISOptions(direction="forward").to_attrs()["direction"]
+    'forward'
+    >>> LISOptions(chain_length=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_particles must be >= 2, n_stages >= 1 and chain_length >= 1
+    """
+
+    n_particles: int = 128
+    n_stages: int = 20
+    max_stages: int = 80
+    chain_length: int = 10
+    n_leapfrog: int = 10
+    direction: str = "bridged"
+    posterior: object = None
+
+    INTS = ATTRS = ("n_particles", "n_stages", "max_stages", "chain_length", "n_leapfrog")
+
+    def check(self) -> None:
+        """The direction's name and the counts."""
+        if self.direction not in LIS_DIRECTIONS:
+            raise ValueError(f"direction must be one of {LIS_DIRECTIONS}, got {self.direction!r}")
+        if int(self.n_particles) < 2 or int(self.n_stages) < 1 or int(self.chain_length) < 1:
+            raise ValueError("n_particles must be >= 2, n_stages >= 1 and chain_length >= 1")
+        if int(self.max_stages) < 1:
+            raise ValueError(f"max_stages must be >= 1, got {self.max_stages}")
+
+    def to_attrs(self) -> dict:
+        """The counts, the schedule's kind and the direction."""
+        return {**super().to_attrs(), "schedule": "adaptive", "direction": self.direction}
 
 
 def _link_values(prefix, info) -> dict:
@@ -57,7 +113,7 @@ def _estimate(direction, log_r_f, log_r_r):
 def _kernel(problem, density, options, rng):
     """The frozen schedule, kernel and links, from a pilot forward AIS run (and its
     counts)."""
-    n, n_stages = int(options["n_particles"]), int(options["n_stages"])
+    n, n_stages = options.n_particles, options.n_stages
     betas, _, pilot = pilot_run(
         problem,
         density,
@@ -66,12 +122,12 @@ def _kernel(problem, density, options, rng):
         rng,
         "LIS pilot (AIS)",
         n_pilot_stages=max(40, 2 * n_stages),
-        kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
+        kernel=KernelSettings(n_leapfrog=options.n_leapfrog),
     )
     # LIS also moves at beta = 0 and 1: step sizes held constant beyond the pilot's range
     steps = interpolate_step_sizes(pilot.beta, pilot.step_size, betas)
-    kernel = KernelSettings(step_size=steps, n_leapfrog=options["n_leapfrog"], scale=pilot.scale)
-    links = LinkSettings(chain_length=int(options["chain_length"]))
+    kernel = KernelSettings(step_size=steps, n_leapfrog=options.n_leapfrog, scale=pilot.scale)
+    links = LinkSettings(chain_length=options.chain_length)
     return betas, kernel, links, pilot.counts
 
 
@@ -85,7 +141,7 @@ def _links(problem, density, options, rng, start_of):
     """The pilot, then forward and/or reverse LIS runs (reverse from ``start_of()``):
     ``(stage values, log_r_f, info_f, log_r_r, counts)``, None for a direction not run;
     ``counts``: those of the runs and their pilot."""
-    n, direction = int(options["n_particles"]), options["direction"]
+    n, direction = options.n_particles, options.direction
     betas, kernel, links, counts = _kernel(problem, density, options, rng)
     stage = {"beta": betas}
     log_r_f = info_f = log_r_r = None
@@ -123,18 +179,18 @@ def _linked(problem, density, options, rng, start_of):
     runs = _links(problem, density, options, rng, start_of)
     log_r_f, log_r_r = runs[1], runs[3]
     spread = max(float(np.std(w)) for w in (log_r_f, log_r_r) if w is not None)
-    raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
+    raised = more_stages(spread, options.n_stages, options.max_stages)
     if raised is None:
         return options, runs
-    options = {**options, "n_stages": raised}
+    options = replace(options, n_stages=raised)
     return options, _links(problem, density, options, rng, start_of)
 
 
-def run(problem, options) -> MethodResult:
-    """Forward and/or reverse LIS runs, joined as ``options["direction"]`` says."""
+def run(problem, options: LISOptions) -> MethodResult:
+    """Forward and/or reverse LIS runs, joined as ``options.direction`` says."""
     rng, density = problem.rng("method"), problem.density()
-    n, direction = int(options["n_particles"]), options["direction"]
-    start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
+    n, direction = options.n_particles, options.direction
+    start_of = functools.cache(lambda: reverse_start(problem, options.posterior, n, rng))
     options, (stage, log_r_f, info_f, log_r_r, counts) = _linked(
         problem, density, options, rng, start_of
     )
@@ -151,15 +207,6 @@ def run(problem, options) -> MethodResult:
         n_div=None if start is None else start.n_divergences,
         messages=() if start is None else (*start.messages, *spread),
     )
-    attrs = {
-        "n_particles": n,
-        "n_stages": int(options["n_stages"]),
-        "max_stages": int(options["max_stages"]),
-        "chain_length": int(options["chain_length"]),
-        "n_leapfrog": int(options["n_leapfrog"]),
-        "schedule": "adaptive",
-        "direction": direction,
-    }
     return particle_result(
         problem,
         est,
@@ -167,27 +214,14 @@ def run(problem, options) -> MethodResult:
         runs={"log_r_forward": log_r_f, "log_r_reverse": log_r_r},
         stage=stage,
         forward=None if log_r_f is None else (info_f.x, log_r_f),  # a state of each run's
-        attrs=attrs,  # last chain, run-weighted, when there are no reverse starts
+        attrs=options.to_attrs(),  # last chain, run-weighted, without reverse starts
     )
-
-
-def _check(options):
-    if options["direction"] not in LIS_DIRECTIONS:
-        raise ValueError(f"direction must be one of {LIS_DIRECTIONS}, got {options['direction']!r}")
-    if (
-        int(options["n_particles"]) < 2
-        or int(options["n_stages"]) < 1
-        or int(options["chain_length"]) < 1
-    ):
-        raise ValueError("n_particles must be >= 2, n_stages >= 1 and chain_length >= 1")
-    if int(options["max_stages"]) < 1:
-        raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
 
 
 def _ready(problem, options) -> None:
     """Runs that start from NUTS draws need a chain in every mode (see
     :func:`~pymc_evidence.methods._nuts.refuse_modes_beyond_chains`)."""
-    if options["direction"] != "forward":
+    if options.direction != "forward":
         refuse_modes_beyond_chains(problem, options)
 
 
@@ -195,16 +229,7 @@ SPEC = MethodSpec(
     name="lis",
     description="linked importance sampling (Neal), forward and reverse runs joined by a bridge",
     run=run,
-    options={
-        "n_particles": 128,
-        "n_stages": 20,
-        "max_stages": 80,
-        "chain_length": 10,
-        "n_leapfrog": 10,
-        "direction": "bridged",
-        "posterior": None,
-    },
-    check=_check,
+    options=LISOptions,
     nuts="any",
     ready=_ready,
 )

@@ -4,12 +4,17 @@ All particles move together through the problem's batched density. The forward r
 its HMC step size between stages; the reverse run reuses exactly those kernels in reverse
 order, as the fluctuation theorems behind BAR require. Every particle is an independent
 run, so standard errors come from the spread over particles.
+
+Their options are :class:`~pymc_evidence.methods.noneq_options.AISOptions` (``ais``) and
+:class:`~pymc_evidence.methods.noneq_options.ReverseAISOptions` (``rais``, ``bar``); what
+else sets the three apart (reverse runs, the reruns with more stages or particles) is each
+spec's ``_Variant``.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,21 +39,24 @@ from ._particles import (
     with_chain_spread,
 )
 from ._spec import MethodResult, MethodSpec
+from .noneq_options import SCHEDULES, AISOptions, AnnealOptions, ReverseAISOptions
 
 __all__ = [
     "AIS_SPEC",
+    "AISOptions",
+    "AnnealOptions",
     "BAR_SPEC",
     "HEAVY_PARTICLE_FACTOR",
     "MAX_PARTICLE_FACTOR",
     "MAX_STAGE_FACTOR",
     "RAIS_SPEC",
+    "ReverseAISOptions",
     "SCHEDULES",
     "WORK_SD_MAX",
     "more_particles",
     "more_stages",
 ]
 
-SCHEDULES = ("adaptive", "sigmoidal", "geometric", "linear")
 _MAKERS = {"sigmoidal": sigmoidal_schedule, "geometric": geometric_schedule}
 _MAKERS["linear"] = linear_schedule
 #: Most sd (nats) of the forward works over runs before the runs are repeated with more
@@ -63,14 +71,27 @@ MAX_PARTICLE_FACTOR = 16.0
 HEAVY_PARTICLE_FACTOR = 4.0
 
 
+@dataclass(frozen=True)
+class _Variant:
+    """What sets ``ais``, ``rais`` and ``bar`` apart besides their options: the method's
+    name (its spec's), whether reverse runs start from posterior draws, whether the runs
+    are repeated with more stages (:func:`more_stages`) and then with more particles
+    (:func:`more_particles`) where the works spread too widely."""
+
+    name: str
+    reverse: bool
+    more_stages: bool
+    more_particles: bool
+
+
 def _schedule(problem, density, options, rng):
     """``(betas, step_sizes, name, counts)``; ``step_sizes`` None means tuned during the
     forward run; ``counts``: the pilot run's (none without one)."""
-    schedule, n_stages = options["schedule"], int(options["n_stages"])
+    schedule, n_stages = options.schedule, options.n_stages
     if not isinstance(schedule, str):
         return np.asarray(schedule, dtype=float), None, "custom", Counts()
     if schedule == "adaptive":
-        n_pilot = max(64, int(options["n_particles"]) // 4)
+        n_pilot = max(64, options.n_particles // 4)
         betas, steps, pilot = pilot_run(
             problem,
             density,
@@ -78,7 +99,7 @@ def _schedule(problem, density, options, rng):
             n_stages,
             rng,
             "AIS pilot",
-            kernel=KernelSettings(n_leapfrog=options["n_leapfrog"]),
+            kernel=KernelSettings(n_leapfrog=options.n_leapfrog),
         )
         return betas, steps, schedule, pilot.counts
     return _MAKERS[schedule](n_stages), None, schedule, Counts()
@@ -98,10 +119,10 @@ def _stage_values(prefix, info) -> dict:
 def _forward(problem, density, options, rng, label="AIS forward"):
     """One set of forward runs: ``(betas, schedule name, work, info)`` and the counts of the
     runs and their pilot."""
-    n = int(options["n_particles"])
+    n = options.n_particles
     betas, steps, schedule_name, counts = _schedule(problem, density, options, rng)
     x0 = problem.base_draws(n, rng)
-    kernel = KernelSettings(n_leapfrog=int(options["n_leapfrog"]))
+    kernel = KernelSettings(n_leapfrog=options.n_leapfrog)
     kernel = kernel if steps is None else replace(kernel, step_size=steps)
     with progress_bar(label, len(betas) - 1, enabled=problem.sampling.progressbar) as update:
         work_f, info_f = run_forward_ais(
@@ -186,7 +207,7 @@ def _reverse(problem, density, betas, info_f, start, options, rng):
             rng,
             KernelSettings(
                 step_size=info_f.step_size,
-                n_leapfrog=int(options["n_leapfrog"]),
+                n_leapfrog=options.n_leapfrog,
                 scale=info_f.scale,
             ),
             callback=update,
@@ -194,57 +215,59 @@ def _reverse(problem, density, betas, info_f, start, options, rng):
     return -work_r, info_r  # the engine's reverse work is -log w; estimators take physical
 
 
-def _anneal(problem, density, options, rng, method, start_of):
-    """Forward runs (and reverse runs for ``rais``/``bar``, from ``start_of()``); for
-    ``ais`` and ``bar``, annealed once again with more stages where the works spread too
-    widely (:func:`more_stages`), and ``ais`` once more with more particles where they still
-    do (:func:`more_particles`). ``rais`` is left as asked: on the 61-d latent random walk
-    its error followed its NUTS starts, not its stages (measured in :doc:`/methods`,
-    "Forward AIS (``ais``)"). Returns the options used, the counts
-    of the runs that are kept (and their pilot), ``(betas, schedule, work_f, info_f)`` and
-    ``(physical_r, info_r)`` (None, None for ``ais``)."""
+def _anneal(problem, density, options, rng, variant: _Variant, start_of):
+    """Forward runs (and reverse runs, from ``start_of()``, where ``variant.reverse``),
+    annealed once again with more stages where the works spread too widely
+    (:func:`more_stages`) and ``variant.more_stages``, and once more with more particles
+    where they still do (:func:`more_particles`) and ``variant.more_particles``. ``rais``
+    is left as asked: on the 61-d latent random walk its error followed its NUTS starts,
+    not its stages (measured in :doc:`/methods`, "Forward AIS (``ais``)"). Returns the
+    options used, the counts of the runs that are kept (and their pilot), ``(betas,
+    schedule, work_f, info_f)`` and ``(physical_r, info_r)`` (None, None without reverse
+    runs)."""
 
     def once(opts):
         forward, counts = _forward(problem, density, opts, rng)
-        if method == "ais":
+        if not variant.reverse:
             return forward, (None, None), counts
         reverse = _reverse(problem, density, forward[0], forward[3], start_of(), opts, rng)
         return forward, reverse, counts + reverse[1].counts
 
     forward, reverse, counts = once(options)
-    if method == "rais":  # its error follows its NUTS starts more than its stages (see above)
+    if not variant.more_stages:  # rais: its error follows its NUTS starts (see above)
         return options, counts, forward, reverse
-    works = [forward[2]] if method == "ais" else [forward[2], reverse[0]]
+    works = [forward[2], reverse[0]] if variant.reverse else [forward[2]]
     spread = max(float(np.std(w)) for w in works)
-    raised = more_stages(spread, int(options["n_stages"]), int(options["max_stages"]))
+    raised = more_stages(spread, options.n_stages, options.max_stages)
     if raised is not None:  # once more at most: the cost stays bounded where modes keep it wide
-        options = {**options, "n_stages": raised}
+        options = replace(options, n_stages=raised)
         forward, reverse, counts = once(options)  # the checks count the runs kept
-    if method == "ais" and raised is not None:  # still wide after more stages: more particles
+    if variant.more_particles and raised is not None:  # still wide after more stages
         wider = more_particles(
-            float(np.std(forward[2])), int(options["n_particles"]), int(options["max_particles"]),
+            float(np.std(forward[2])), options.n_particles, options.max_particles,
             khat=pareto_khat(-np.asarray(forward[2], float)),
         )  # fmt: skip
         if wider is not None:  # once
-            options = {**options, "n_particles": wider}
+            options = replace(options, n_particles=wider)
             forward, reverse, counts = once(options)
     return options, counts, forward, reverse
 
 
-def _run(problem, options, method) -> MethodResult:
+def _run(problem, options: AnnealOptions, variant: _Variant) -> MethodResult:
     rng = problem.rng("method")
     density = problem.density()
-    n = int(options["n_particles"])
-    start_of = functools.cache(lambda: reverse_start(problem, options["posterior"], n, rng))
+    n = options.n_particles
+    start_of = functools.cache(lambda: reverse_start(problem, options.given_draws, n, rng))
     options, counts, forward, (physical_r, info_r) = _anneal(
-        problem, density, options, rng, method, start_of
+        problem, density, options, rng, variant, start_of
     )
     betas, schedule_name, work_f, info_f = forward
     stage = {"beta": betas, **_stage_values("forward", info_f)}
     start = None
-    if method in ("rais", "bar"):
+    if variant.reverse:
         start = start_of()
         stage.update(_stage_values("reverse", info_r))
+    method = variant.name
     est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
     est, spread = with_chain_spread(
         est, start, lambda keep: works_log_evidence(method, work_f, physical_r[keep]).log_z
@@ -257,8 +280,6 @@ def _run(problem, options, method) -> MethodResult:
         n_div=None if start is None else start.n_divergences,
         messages=() if start is None else (*start.messages, *spread),
     )
-    attrs = {"n_particles": int(options["n_particles"]), "n_stages": int(options["n_stages"])}
-    attrs.update(max_stages=int(options["max_stages"]), n_leapfrog=int(options["n_leapfrog"]))
     return particle_result(
         problem,
         est,
@@ -266,53 +287,47 @@ def _run(problem, options, method) -> MethodResult:
         runs={"work_forward": work_f, "work_reverse": physical_r},
         stage=stage,
         forward=(info_f.x, -work_f),
-        attrs={**attrs, "schedule": schedule_name},
+        attrs=options.to_attrs(),
     )
 
 
-def _check(options):
-    if int(options["n_particles"]) < 2 or int(options["n_stages"]) < 1:
-        raise ValueError("n_particles must be >= 2 and n_stages >= 1")
-    if int(options["max_stages"]) < 1:
-        raise ValueError(f"max_stages must be >= 1, got {options['max_stages']}")
-    if int(options.get("max_particles", 2)) < 2:
-        raise ValueError(f"max_particles must be >= 2, got {options['max_particles']}")
-    schedule = options["schedule"]
-    if isinstance(schedule, str) and schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
+def _spec(name, description, options, *, reverse, more_stages, more_particles=False, sizes=""):
+    variant = _Variant(name, reverse, more_stages, more_particles)
 
-
-_OPTIONS = {
-    "n_particles": 256,
-    "n_stages": 200,
-    "max_stages": 3200,
-    "n_leapfrog": 10,
-    "schedule": "sigmoidal",
-}
-_REVERSE = {**_OPTIONS, "posterior": None}
-_FORWARD = {**_OPTIONS, "max_particles": 1024}
-
-
-def _spec(name, description, options):
     def run(problem, opts):
-        return _run(problem, opts, name)
+        return _run(problem, opts, variant)
 
-    reverse = name != "ais"  # rais/bar start from NUTS draws
     return MethodSpec(
         name=name,
         description=description,
         run=run,
         options=options,
-        check=_check,
-        nuts="any" if reverse else "none",
+        nuts="any" if reverse else "none",  # reverse runs start from NUTS draws
         ready=refuse_modes_beyond_chains if reverse else None,
+        sizes=sizes,
     )
 
 
 AIS_SPEC = _spec(
-    "ais", "forward annealed importance sampling from the base (a stochastic lower bound)", _FORWARD
+    "ais",
+    "forward annealed importance sampling from the base (a stochastic lower bound)",
+    AISOptions,
+    reverse=False,
+    more_stages=True,
+    more_particles=True,
+    sizes="n_particles (annealing runs moved together) and n_stages",
 )
 RAIS_SPEC = _spec(
-    "rais", "reverse AIS from posterior draws to the base (a stochastic upper bound)", _REVERSE
+    "rais",
+    "reverse AIS from posterior draws to the base (a stochastic upper bound)",
+    ReverseAISOptions,
+    reverse=True,
+    more_stages=False,
 )
-BAR_SPEC = _spec("bar", "forward and reverse AIS combined by Bennett's acceptance ratio", _REVERSE)
+BAR_SPEC = _spec(
+    "bar",
+    "forward and reverse AIS combined by Bennett's acceptance ratio",
+    ReverseAISOptions,
+    reverse=True,
+    more_stages=True,
+)

@@ -9,6 +9,10 @@ With ``schedule="pilot"`` (the default) a pilot run (stream ``"pilot"``) chooses
 temperatures adaptively first and every run follows them: a run that picks its own next
 temperature from its own weights is biased low, since an unusually heavy particle shortens
 the step that would have counted it in full.
+
+The options are :class:`~pymc_evidence.methods.smc_options.SMCOptions` (the same for both
+methods); the engine's settings made from them once, as they are checked, are completed for
+the problem by :meth:`~pymc_evidence.methods.smc_options.SMCOptions.run_settings`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,17 @@ from ._particles import run_checks
 from ._remote import remote_job, submit_runs
 from ._runs import map_runs
 from ._spec import MethodResult, MethodSpec
+from .smc_options import (
+    FEW_MOVES,
+    FEW_MOVES_MAX_DIM,
+    HYPER_LEAPFROG,
+    LEAPFROG,
+    MOVES,
+    SMCOptions,
+    default_n_leapfrog,
+    default_n_moves,
+    default_n_particles,
+)
 
 __all__ = [
     "ARM_SPEC",
@@ -37,90 +52,11 @@ __all__ = [
     "LEAPFROG",
     "MOVES",
     "SMC_SPEC",
+    "SMCOptions",
     "default_n_leapfrog",
     "default_n_particles",
     "default_n_moves",
 ]
-
-#: HMC steps per stage at least (``n_moves=None``, the default): :data:`FEW_MOVES` up to
-#: :data:`FEW_MOVES_MAX_DIM` dimensions, :data:`MOVES` above; more follow, five at a time,
-#: while the weights have not forgotten the positions the stage began from (the
-#: ``decorrelation`` rule). Up to that dimension the fewer moves made warm calls faster at
-#: the same error and coverage; above it they let the errors of a long random walk and the
-#: radon slopes grow and their coverage fall: there the weights' correlation passes the
-#: check before the slow directions have moved (measured in :doc:`/performance`, "What a
-#: user meets: the first call on a new model").
-FEW_MOVES = 5
-MOVES = 10
-FEW_MOVES_MAX_DIM = 30
-
-
-#: Leapfrog steps of an HMC move (``n_leapfrog=None``, the default): :data:`LEAPFROG`, or
-#: :data:`HYPER_LEAPFROG` on the hyperparameters of a hierarchy whose group effects were
-#: integrated out (:mod:`~pymc_evidence.transforms.group_effects`), a space of a few
-#: dimensions holding one bump. There the tuned step is a large share of the particles'
-#: spread, and ten leapfrogs run most of an orbit, at the price of every row's quadrature
-#: per leapfrog; five reach as far as the moves need (the ``decorrelation`` rule adds
-#: moves where they do not). Measured in :doc:`/performance`, "What a user meets: the
-#: first call on a new model" (twentieth session).
-LEAPFROG = 10
-HYPER_LEAPFROG = 5
-
-#: ``posterior_moves="auto"``: HMC steps of every particle at ``beta = 1`` after the last
-#: reweighting; where a density call does more than :data:`LIGHT_ROWS` row evaluations
-#: (:func:`density_work`) at most :data:`POSTERIOR_BUDGET` times the stages' own moves per
-#: particle (a run that went from the base to the posterior in one step gets none: on a
-#: very large regression the moves would cost many times its run; on a thousand-group
-#: hierarchy, where each row is evaluated at every quadrature node, five cost as much as
-#: the stages). On bambi's 12-group ``y ~ 1 + x + (1|g)`` they brought the group scale's
-#: 5 % quantile from too high to close to its exact value (measured in
-#: :doc:`/hard_models`, "The posterior's tails").
-POSTERIOR_MOVES = 5
-POSTERIOR_BUDGET = 0.4
-LIGHT_ROWS = 5_000
-
-#: Particles of a run (``n_particles=None``, the default): :data:`PARTICLES`, or
-#: :data:`HYPER_PARTICLES` on an integrated hierarchy's hyperparameters, where every
-#: particle's density call costs each group's quadrature and a few dimensions need no
-#: more to place the stages and carry the weights;
-#: the runs' spread still gives the se.
-PARTICLES = 1000
-HYPER_PARTICLES = 500
-
-
-def default_n_leapfrog(hyperparameters: bool) -> int:
-    """The leapfrog steps of a move: :data:`HYPER_LEAPFROG` on the hyperparameters of an
-    integrated hierarchy, else :data:`LEAPFROG`.
-
-    Examples
-    --------
-    >>> default_n_leapfrog(False), default_n_leapfrog(True)
-    (10, 5)
-    """
-    return HYPER_LEAPFROG if hyperparameters else LEAPFROG
-
-
-def default_n_particles(hyperparameters: bool) -> int:
-    """The particles of a run: :data:`HYPER_PARTICLES` on the hyperparameters of an
-    integrated hierarchy, else :data:`PARTICLES`.
-
-    Examples
-    --------
-    >>> default_n_particles(False), default_n_particles(True)
-    (1000, 500)
-    """
-    return HYPER_PARTICLES if hyperparameters else PARTICLES
-
-
-def default_n_moves(ndim: int) -> int:
-    """The least HMC steps per stage for a model of ``ndim`` dimensions.
-
-    Examples
-    --------
-    >>> default_n_moves(5), default_n_moves(175)
-    (5, 10)
-    """
-    return FEW_MOVES if int(ndim) <= FEW_MOVES_MAX_DIM else MOVES
 
 
 def posterior_ess(x: np.ndarray) -> float:
@@ -164,47 +100,6 @@ def _estimate(method, runs, counts):
     return est, layout
 
 
-def _attrs(settings: SMCSettings, method, n_particles, n_runs, base) -> dict:
-    attrs = {
-        "n_particles": int(n_particles),
-        "n_runs": int(n_runs),
-        "base_kind": str(base.kind),
-        "arm": bool(method == "arm"),
-        "se_kind": "spread over independent runs (delta method on mean Z)",
-    }
-    keys = ("target_ess", "resample_threshold", "resampling", "n_leapfrog", "n_moves")
-    for key in (*keys, "posterior_moves"):
-        attrs[key] = getattr(settings, key)
-    if method == "arm":
-        attrs.update(arm_threshold=settings.arm_threshold, max_expansions=settings.max_expansions)
-    if isinstance(settings.schedule, str):
-        attrs["schedule"] = settings.schedule
-    else:
-        attrs.update(schedule="fixed", schedule_betas=np.asarray(settings.schedule, float))
-    return attrs
-
-
-def _settings(options, method, ndim=None, hyper: bool = False, rows: int = 0) -> SMCSettings:
-    """The engine's settings from the method's options; ``n_moves=None`` by ``ndim``
-    (:data:`MOVES` where it is not known: the options' check before any model is seen),
-    ``n_leapfrog=None`` by ``hyper`` (the space is an integrated hierarchy's
-    hyperparameters), ``posterior_moves="auto"`` by the ``rows`` a density call evaluates
-    (:func:`density_work`)."""
-    values = {k: options[k] for k in _SETTING_NAMES}
-    if values["n_moves"] is None:
-        values["n_moves"] = MOVES if ndim is None else default_n_moves(ndim)
-    if values["n_leapfrog"] is None:
-        values["n_leapfrog"] = default_n_leapfrog(hyper)
-    if isinstance(values["schedule"], str) and values["schedule"] == "pilot":
-        values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
-    moves = options["posterior_moves"]
-    auto = isinstance(moves, str) and moves == "auto"
-    values["posterior_moves"] = POSTERIOR_MOVES if auto else _count(moves, "posterior_moves")
-    light = rows <= LIGHT_ROWS or not auto
-    values["posterior_budget"] = float("inf") if light else POSTERIOR_BUDGET
-    return SMCSettings(arm=method == "arm", **values)
-
-
 def density_work(problem) -> int:
     """Row evaluations of one density call: the observed values, each evaluated at every
     Newton step and quadrature point where a hierarchy's group effects are integrated out
@@ -226,22 +121,6 @@ def observed_size(model) -> int:
     6
     """
     return int(sum(np.size(value) for value in find_observations(model).values()))
-
-
-def _count(value, name: str) -> int:
-    """A non-negative int option."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be 'auto' or an int >= 0, got {value!r}")
-    return int(value)
-
-
-def _n_particles(options, hyper: bool) -> int:
-    given = options["n_particles"]
-    return default_n_particles(hyper) if given is None else int(given)
-
-
-def _uses_pilot(options) -> bool:
-    return isinstance(options["schedule"], str) and options["schedule"] == "pilot"
 
 
 def _pilot_schedule(problem, density, settings, n_particles, callback):
@@ -276,17 +155,15 @@ class _Run:
         return run_resample_move(density, x0, rng, self.settings, callback=callback)
 
 
-def _run(problem, options, method) -> MethodResult:
-    rows = density_work(problem)
-    settings = _settings(options, method, problem.space.ndim, problem.hyperparameters_only, rows)
-    n_particles = _n_particles(options, problem.hyperparameters_only)
-    n_runs = int(options["n_runs"])
+def _run(problem, options: SMCOptions, method: str, arm: bool) -> MethodResult:
+    hyper = problem.hyperparameters_only
+    settings = options.run_settings(arm, problem.space.ndim, hyper, density_work(problem))
+    n_particles, n_runs = options.particles(hyper), options.n_runs
     density, counts = problem.density(), Counts()
-    pilot = _uses_pilot(options)
+    n_pilot = options.pilot_size(n_particles) if options.uses_pilot else None
     seeds = problem.seed_of("method").spawn(n_runs)
-    with smc_progress(problem.sampling.progressbar, n_runs, pilot=pilot) as bar:
-        if pilot:
-            n_pilot = int(options["pilot_particles"] or max(n_particles // 4, 2))
+    with smc_progress(problem.sampling.progressbar, n_runs, pilot=n_pilot is not None) as bar:
+        if n_pilot is not None:
             info = _pilot_schedule(problem, density, settings, n_pilot, bar.callback_for(-1))
             settings = replace(settings, schedule=np.asarray(info.beta, dtype=float))
             counts = info.counts  # the checks count the pilot with the runs
@@ -308,63 +185,24 @@ def _run(problem, options, method) -> MethodResult:
     est, layout = _estimate(method, runs, counts)
     x = np.stack([info.x for _, info in runs])
     groups = {"posterior": problem.posterior_dataset(x)}
-    attrs = _attrs(settings, method, n_particles, n_runs, problem.base)
-    if pilot:
-        attrs.update(schedule="pilot", pilot_particles=n_pilot)
+    attrs = options.to_attrs(settings, n_particles, problem.base.kind, n_pilot)
     return MethodResult(est, groups, layout, attrs)
 
 
-def _check(options):
-    if _n_particles(options, False) < 2 or int(options["n_runs"]) < 1:
-        raise ValueError("n_particles must be >= 2 and n_runs >= 1")
-    if options["pilot_particles"] is not None and int(options["pilot_particles"]) < 2:
-        raise ValueError(f"pilot_particles must be >= 2, got {options['pilot_particles']}")
-    _settings(options, "smc").checked_schedule()
+def _spec(name, description, *, arm: bool):
+    """The spec of ``name``: ARM's expansions of hard steps where ``arm``."""
 
-
-_SETTING_NAMES = (
-    "schedule",
-    "target_ess",
-    "resample_threshold",
-    "resampling",
-    "n_leapfrog",
-    "n_moves",
-    "arm_threshold",
-    "max_expansions",
-    "max_stages",
-    "max_moves",
-    "decorrelation",
-)
-_OPTIONS = {
-    "n_particles": None,
-    "n_runs": 4,
-    "schedule": "pilot",
-    "pilot_particles": None,
-    "target_ess": 0.8,
-    "resample_threshold": 0.5,
-    "resampling": "systematic",
-    "n_leapfrog": None,
-    "n_moves": None,
-    "arm_threshold": 0.7,
-    "max_expansions": 3,
-    "max_stages": 500,
-    "max_moves": 50,
-    "decorrelation": 0.1,
-    "posterior_moves": "auto",
-}
-
-
-def _spec(name, description):
     def run(problem, options):
-        return _run(problem, options, name)
+        return _run(problem, options, name, arm)
 
     return MethodSpec(
         name=name,
         description=description,
         run=run,
-        options=_OPTIONS,
-        check=_check,
+        options=SMCOptions,
         distributes=True,
+        sizes="n_particles (particles per run) and n_runs (independent runs, their spread is "
+        "the se)",
     )
 
 
@@ -372,5 +210,8 @@ SMC_SPEC = _spec(
     "smc",
     "tempered resample-move SMC (default) from the base, temperatures fixed by a pilot run, "
     "batched HMC moves",
+    arm=False,
 )
-ARM_SPEC = _spec("arm", "resample-move SMC with adaptive particle counts on hard steps (ARM)")
+ARM_SPEC = _spec(
+    "arm", "resample-move SMC with adaptive particle counts on hard steps (ARM)", arm=True
+)

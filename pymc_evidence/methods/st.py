@@ -6,25 +6,48 @@ base; the trace is turned into the estimate by :mod:`pymc_evidence.results.st`.
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..results.st import st_parts
 from ..steps.simulated_tempering import SimulatedTempering
 from ._nuts import refuse_many_modes, sample_step, with_base_weights_se
-from ._spec import MethodResult, MethodSpec
+from ._spec import MethodOptions, MethodResult, MethodSpec
 
-__all__ = ["MAX_DRAWS_FACTOR", "ROUND_TRIPS_AIM", "ROUND_TRIPS_MIN", "SPEC", "more_draws"]
+__all__ = [
+    "MAX_DRAWS_FACTOR",
+    "ROUND_TRIPS_AIM",
+    "ROUND_TRIPS_MIN",
+    "SPEC",
+    "STOptions",
+    "more_draws",
+]
 
-#: Options of the step method that users may set through ``sample_evidence``.
-_STEP_OPTIONS = {
-    name: p.default
-    for name, p in inspect.signature(SimulatedTempering.__init__).parameters.items()
-    if p.kind is p.KEYWORD_ONLY
-    and name not in ("base", "potentials", "random_seed", "model", "warn_tempered")
-}
+
+@dataclass(frozen=True)
+class STOptions(MethodOptions):
+    """The options of ``st``: the keyword arguments of
+    :class:`~pymc_evidence.SimulatedTempering` that users may set through
+    ``sample_evidence`` (every keyword-only one but those the problem sets: ``base``,
+    ``potentials``, ``random_seed``, ``model``, ``warn_tempered``), with its defaults. The
+    step checks them; none is stored as an attribute (the run stores its ladder's size).
+
+    Examples
+    --------
+    >>> STOptions(n_levels=8).values()["n_levels"]
+    8
+    """
+
+    betas: object = None
+    n_levels: int = 32
+    log_r: object = None
+    log_zhat: object = None
+    adapt_block: int = 100
+    adapt_damping: float = 0.7
+    step_size_bands: int = 4
+
+
 #: The step's target acceptance unless the call sets ``target_accept``.
 TARGET_ACCEPT = 0.8
 
@@ -57,7 +80,7 @@ def more_draws(min_round_trips: float, draws: int) -> int | None:
     return int(np.ceil(draws * factor))
 
 
-def _sample(problem, options: dict, draws=None):
+def _sample(problem, options: STOptions, draws=None):
     """Fit the base, run :class:`~pymc_evidence.SimulatedTempering`, estimate."""
     sampling = problem.sampling
     step = SimulatedTempering(
@@ -66,7 +89,7 @@ def _sample(problem, options: dict, draws=None):
         model=problem.model,
         warn_tempered=False,  # the trace is read by st_parts below
         target_accept=sampling.target_accept or TARGET_ACCEPT,
-        **{name: options[name] for name in _STEP_OPTIONS},
+        **options.values(),
         **sampling.nuts_sampler_kwargs,
         **sampling.compile_kwargs,
     )
@@ -74,7 +97,7 @@ def _sample(problem, options: dict, draws=None):
     return st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
 
 
-def run(problem, options: dict) -> MethodResult:
+def run(problem, options: STOptions) -> MethodResult:
     """:func:`_sample`, once more with more draws where a chain made fewer than
     :data:`ROUND_TRIPS_MIN` round trips over the ladder (:func:`more_draws`)."""
     parts = _sample(problem, options)
@@ -93,7 +116,7 @@ SPEC = MethodSpec(
     name="st",
     description="simulated tempering on a ladder of temperatures, Rao-Blackwellized (RTS) evidence",
     run=run,
-    options=_STEP_OPTIONS,
+    options=STOptions,
     nuts="step",
     ready=refuse_many_modes,
 )
