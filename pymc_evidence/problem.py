@@ -24,7 +24,7 @@ import xarray as xr
 from .base import fit_base, model_space
 from .base.batched_logp import batched_logp
 from .base.space import ModelSpace
-from .base.widen import defend
+from .base.widen import defend, defensive_widths
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .estimators.diagnostics import BaseFitWarning, warn_user
@@ -284,7 +284,8 @@ class EvidenceProblem:
             **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
         )
         if self.hyperparameters_only:  # see base.widen.defend
-            base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"))
+            widths = defensive_widths(self.space)
+            base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"), widths)
         return base
 
     def _auto_base(self) -> tuple[str, dict]:
