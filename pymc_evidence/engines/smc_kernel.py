@@ -3,9 +3,12 @@
 :class:`Kernel` moves every particle of a stage by at least ``n_moves`` HMC steps at the
 stage's ``beta`` and then, a block of :data:`MOVE_BLOCK` at a time up to ``max_moves``, until
 the ranks of ``log f - log q`` (what the next weights are functions of) no longer correlate
-with their values before the moves. The scale is the particles' weighted standard deviation
-per coordinate (:func:`spread`, set by the caller at each stage); the step size, in units
-of that scale, is tuned towards ``target_accept`` between stages and blocks.
+with their values before the moves. The scale is set by the caller at each stage from the
+weighted particles (:meth:`Kernel.scale_of`): up to ``dense_max_dim`` dimensions a Cholesky
+factor of their covariance (:func:`dense_spread`: the moves run in whitened coordinates, so
+that an intercept and the effects confounded with it move together), above that their
+standard deviation per coordinate (:func:`spread`); the step size, in units of that scale,
+is tuned towards ``target_accept`` between stages and blocks.
 
 A step size carried over from the last stage can be far too large for the next one (the
 target narrows as ``beta`` grows, a narrow mode or a strongly correlated posterior needs a
