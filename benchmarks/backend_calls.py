@@ -9,7 +9,7 @@ Run from the repository root, one model per fresh process with an empty compile 
     PYTENSOR_FLAGS=base_compiledir=$(mktemp -d) PYTHONPATH=. \\
         .venv/bin/python benchmarks/backend_calls.py mixture_2 jax
 
-Models: the names of ``first_call_models.MODELS``, or ``radon_<name>`` for
+Models: the names of ``registry.py``, or ``radon_<name>`` for
 ``pymc_evidence.datasets.radon_models()``.
 """
 
@@ -29,9 +29,9 @@ def model_of(name: str):
         from pymc_evidence.datasets import radon_models
 
         return radon_models()[name[len("radon_") :]]
-    from first_call_models import MODELS
+    from registry import build
 
-    return MODELS[name]()[0]
+    return build(name, truth=False)[0]
 
 
 def time_backend(space, backend: str, rows=(1, 8, 64, 256), seconds: float = 0.5) -> str:

@@ -28,7 +28,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
-    MODELS,
     environment,
     failure,
     fmt,
@@ -37,7 +36,9 @@ from _common import (  # noqa: E402
     table,
     write_json,
 )
+from registry import analytic  # noqa: E402
 
+MODELS = analytic()
 DEFAULT_MODELS = ("conj_d5", "beta_bernoulli")
 # models with an exact or quadrature-reference log Z
 ANALYTIC = [k for k in MODELS if k != "radon_vis"]

@@ -40,16 +40,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
-    MODELS,
     environment,
     failure,
     fmt,
+    n_stages,
     parse_list,
     quiet_logs,
+    smc_chain_log_z,
     table,
     write_json,
 )
+from registry import analytic  # noqa: E402
 
+MODELS = analytic()
 DEFAULT_MODELS = ("conj_d5", "conj_d50", "hier_centered", "radon_vi")
 # "pymc_smc" is pm.sample_smc, the reference; "smc"/"arm" are this package's resample-move SMC.
 METHODS = ("pymc_smc", "ct", "gibbs_ct", "st", "ais", "bar", "lis", "smc", "arm", "bridge")
@@ -102,49 +105,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ------------------------------------------------------------------------------------------
 
 
-def _flat_floats(x):
-    """All scalars inside ``x`` (nested lists / object arrays), in order, as floats."""
-    if isinstance(x, (list, tuple, np.ndarray)):
-        for el in np.asarray(x, dtype=object).ravel():
-            yield from _flat_floats(el)
-    else:
-        try:
-            yield float(x)
-        except (TypeError, ValueError):
-            yield math.nan
-
-
-def _per_chain_entries(values, n_chains: int) -> list:
-    """Split a stored SMC statistic into one entry per chain.
-
-    PyMC builds ``sample_stats`` from one list (one value per stage) per chain. When the
-    chains ran different numbers of stages the lists are ragged, NumPy makes a 1-D object
-    array of ``n_chains`` lists and ArviZ labels it ``(chain=1, draw=n_chains)``; with equal
-    stage counts it is a float array ``(chain, stage)``; with a single stored value per chain
-    it is ``(chain, 1)``. So rely on the count of chains, not on the dimension labels.
-    """
-    vals = np.asarray(values, dtype=object)
-    if vals.ndim >= 1 and vals.shape[0] == n_chains:
-        return [vals[i] for i in range(n_chains)]
-    if vals.size == n_chains:
-        return list(vals.ravel())
-    if vals.ndim >= 2 and vals.shape[0] == 1 and vals.shape[1] == n_chains:
-        return [vals[0, i] for i in range(n_chains)]
-    if vals.size % n_chains == 0:
-        return list(vals.reshape(n_chains, -1))
-    raise ValueError(f"cannot split a statistic of shape {vals.shape} into {n_chains} chains")
-
-
-def smc_chain_log_z(idata, n_chains: int) -> np.ndarray:
-    """Per-chain log Z of a ``pm.sample_smc`` result: the last finite stored value per chain."""
-    lml = idata.sample_stats["log_marginal_likelihood"].values
-    out = []
-    for entry in _per_chain_entries(lml, n_chains):
-        finite = [v for v in _flat_floats(entry) if math.isfinite(v)]
-        out.append(finite[-1] if finite else math.nan)
-    return np.asarray(out, dtype=float)
-
-
 def run_smc(model, *, draws, chains, cores, seed) -> dict:
     import pymc as pm
 
@@ -158,8 +118,7 @@ def run_smc(model, *, draws, chains, cores, seed) -> dict:
     se = float(ok.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
     extra = {"per_chain_log_z": chain_z, "n_finite_chains": n}
     try:  # number of tempering stages per chain (informative only)
-        beta = _per_chain_entries(idata.sample_stats["beta"].values, chains)
-        extra["n_stages_per_chain"] = [len(list(_flat_floats(b))) for b in beta]
+        extra["n_stages_per_chain"] = n_stages(idata.sample_stats["beta"].values, chains)
     except Exception:
         pass
     return {"log_z": log_z, "se": se, **extra}
@@ -302,10 +261,6 @@ def render(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     quiet_logs(args.verbose)
-    if args.no_reference:
-        import _common
-
-        _common.USE_RADON_REFERENCE = False
     conf = settings(args)
     env = environment()
     payload = {
@@ -335,7 +290,7 @@ def main(argv=None) -> int:
     for name in args.models:
         desc, build = MODELS[name]
         try:
-            model, truth = build()
+            model, truth = build(not args.no_reference)
         except Exception as exc:
             print(f"!! {name}: building the model failed: {exc}")
             rows.append(

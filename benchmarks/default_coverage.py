@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """The default method over ten seeds on models with known log Z: ±2 se coverage and errors.
 
-Models are the names of ``first_call_models.MODELS``, ``more_models.MODELS``,
-``user_models.MODELS``, of ``pymc_evidence.testing`` factories (``egg_box``,
-``gaussian_shells``, ...) or ``scale.py``'s sized models (``poisson:1000``). One process;
+Models are the names of ``registry.py``: its families (``first_call``, ``more``, ``user``,
+...), ``pymc_evidence.testing`` factories (``egg_box``, ``gaussian_shells``, ...), sized
+models (``poisson:1000``) and ``bambi:J``. One process;
 the first seed pays the compilation. Run from the repository root::
 
     PYTHONPATH=. .venv/bin/python benchmarks/default_coverage.py mixture_2,mixture_3,egg_box
@@ -30,41 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def model_and_truth(name: str):
-    """``(model, log_z)`` of a benchmark model (``first_call_models``, ``more_models``,
-    ``user_models``, ``scale``'s ``kind:size``) or a ``pymc_evidence.testing`` system."""
-    if name.startswith("bambi:"):
-        return _bambi(int(name.split(":")[1]))
-    if ":" in name:
-        from scale import build
+    """``(model, log_z)`` of a name of ``registry.py``."""
+    from registry import build
 
-        return build(name)
-    from first_call_models import MODELS
-    from more_models import MODELS as MORE
-    from user_models import MODELS as USER
-
-    if name in MODELS or name in MORE or name in USER:
-        return {**MODELS, **MORE, **USER}[name]()
-    import pymc_evidence.testing as systems
-
-    system = getattr(systems, name)()
-    return system.model, system.log_z
-
-
-def _bambi(J: int):
-    """bambi's ``y ~ 1 + x + (1|g)`` with its default priors on ``J`` groups of 5 rows
-    (``posterior_quality``'s data) and its exact log Z
-    (:func:`pymc_evidence.testing.bambi_truth.random_intercept_truth`)."""
-    import bambi as bmb
-    from posterior_quality import _bambi_data
-
-    from pymc_evidence.testing.bambi_truth import bambi_priors, random_intercept_truth
-
-    df = _bambi_data(J=J)
-    model = bmb.Model("y ~ 1 + x + (1|g)", df)
-    model.build()
-    priors = bambi_priors(model.backend.model)
-    truth = random_intercept_truth(df["y"], df["x"], df["g"].cat.codes, priors)
-    return model, truth.log_z
+    return build(name)
 
 
 def coverage(name: str, seeds=range(1, 11), options=None) -> str:

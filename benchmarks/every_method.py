@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Every method at one seed on models with known log Z: error, se and the |error| / se rule.
 
-Models as in ``default_coverage.py`` (``first_call_models`` names or ``pymc_evidence.testing``
-factories). A line per (model, method); ``ok`` when the error is within 4 se and 0.15 nats
+Models: names of ``registry.py`` (``first_call_models`` names, ``pymc_evidence.testing``
+factories, ...). A line per (model, method); ``ok`` when the error is within 4 se and 0.15 nats
 and the se is at most 0.15, ``REFUSED`` with the first line of the refusal. Run from the
 repository root::
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from default_coverage import model_and_truth  # noqa: E402
+from registry import build  # noqa: E402
 
 METHODS = ("smc", "arm", "ais", "rais", "bar", "lis", "bridge", "ct", "gibbs_ct", "st")
 
@@ -48,6 +48,6 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     for name in args.models.split(","):
-        model, truth = model_and_truth(name)
+        model, truth = build(name)
         for method in args.methods.split(","):
             print(f"{name:22s} {method:9s} {one(model, truth, method, args.seed)}", flush=True)

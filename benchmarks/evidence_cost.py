@@ -57,6 +57,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
+import registry  # noqa: E402
 from _common import environment, failure, fmt, parse_list, quiet_logs, write_json  # noqa: E402
 
 BASELINES = ("pymc_smc", "pymc_nuts")
@@ -111,8 +112,7 @@ def build(name: str, seed: int, truth: bool = True):
     if name.startswith("regression_d"):
         x, y = regression_data(int(name.removeprefix("regression_d")), seed)
         return regression_model(x, y), regression_log_z(x, y) if truth else math.nan, y.size
-    _common.USE_RADON_REFERENCE = truth
-    model, log_z = _common.MODELS[FIXED_MODELS[name]][1]()
+    model, log_z = registry.build(FIXED_MODELS[name], truth)
     n_obs = sum(np.size(model.rvs_to_values[rv].eval()) for rv in model.observed_RVs)
     return model, log_z, int(n_obs)
 
@@ -164,9 +164,7 @@ def default_cores(method: str) -> int:
 
 
 def _smc_estimate(idata, chains: int) -> tuple[float, float]:
-    from compare_smc import smc_chain_log_z
-
-    per_chain = smc_chain_log_z(idata, chains)
+    per_chain = _common.smc_chain_log_z(idata, chains)
     ok = per_chain[np.isfinite(per_chain)]
     se = float(ok.std(ddof=1) / math.sqrt(ok.size)) if ok.size > 1 else math.nan
     return (float(ok.mean()) if ok.size else math.nan), se

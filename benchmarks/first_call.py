@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """What a user meets: the first evidence of a new model, against PyMC, each in a fresh process.
 
-For every model of ``first_call_models.MODELS`` (models as users write them, each with a log Z
-computed independently there) and every tool:
+For every model of the ``first_call`` family of ``registry.py`` (models as users write them,
+each with a log Z computed independently in ``first_call_models.py``; ``--models`` takes any
+name of the registry) and every tool:
 
 * ``pme``: ``pme.sample_evidence(random_seed=seed)``, the default method and settings;
 * ``pymc_smc``: ``pm.sample_smc(draws=2000, chains=4)``; its estimate is the mean over chains
@@ -30,72 +31,37 @@ a GPU machine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-TOOLS = ("pme", "pymc_smc", "pymc_nuts")
-
-
-def _estimate(tool, model, seed):
-    """``(log_z, se)`` of one call of ``tool`` on ``model`` (NaN for ``pymc_nuts``)."""
-    import pymc as pm
-
-    if tool == "pme":
-        import pymc_evidence as pme
-
-        backend = os.environ.get("PME_BENCH_BACKEND") or None
-        est = pme.log_evidence(
-            pme.sample_evidence(model=model, random_seed=seed, progressbar=False, backend=backend)
-        )
-        return float(est.log_z), float(est.se)
-    if tool == "pymc_smc":
-        idata = pm.sample_smc(
-            draws=2000, chains=4, model=model, random_seed=seed, progressbar=False
-        )
-        lml = idata.sample_stats["log_marginal_likelihood"].values
-        per_chain = []
-        for chain in lml:
-            values = np.array([np.nan if v is None else float(v) for v in np.ravel(chain)])
-            finite = values[np.isfinite(values)]
-            per_chain.append(finite[-1] if finite.size else np.nan)
-        per_chain = np.array(per_chain)
-        return float(np.mean(per_chain)), float(np.std(per_chain, ddof=1) / np.sqrt(len(per_chain)))
-    pm.sample(draws=1000, tune=1000, chains=4, model=model, random_seed=seed, progressbar=False)
-    return float("nan"), float("nan")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import TOOLS, child_result, estimate, run_child, tool_parser  # noqa: E402
+from registry import build, model_names, ndim  # noqa: E402
 
 
 def child(tool: str, name: str, seed: int, warm: int = 3) -> dict:
     """One fresh process: build the model, time a first call, then ``warm`` more (seeds
-    ``seed + 1, ...``): ``warm_s`` is their median (a single warm call of ``pm.sample_smc``
-    on the 3-component mixture took 4.0-6.4 s over six processes, same seed, same day),
-    ``warm_all_s`` every one, the estimate that of the first of them."""
+    ``seed + 1, ...``): ``warm_s`` is their median (a single warm call varies by a second or
+    more between processes), ``warm_all_s`` every one, the estimate that of the first of
+    them."""
     t0 = time.perf_counter()
     import pymc  # noqa: F401
 
     if tool == "pme":
         import pymc_evidence  # noqa: F401
     import_s = time.perf_counter() - t0
-    sys.path.insert(0, str(HERE))
-    from first_call_models import MODELS
-    from more_models import MODELS as MORE  # by name only: "all" is the first-call set
-    from user_models import MODELS as USER
-
-    model, log_z = {**MODELS, **MORE, **USER}[name]()
+    model, log_z = build(name)
     out = {"tool": tool, "model": name, "truth": log_z, "import_s": import_s}
     times = []
     for i in range(1 + max(int(warm), 1)):
         key = "first" if i == 0 else "warm"
         t = time.perf_counter()
-        est, se = _estimate(tool, model, seed + i)
+        est, se = estimate(tool, model, seed + i)
         times.append(time.perf_counter() - t)
         if i <= 1:
             out[f"{key}_log_z"], out[f"{key}_se"] = est, se
@@ -103,30 +69,8 @@ def child(tool: str, name: str, seed: int, warm: int = 3) -> dict:
     out["warm_all_s"] = times[1:]
     # after the calls: PyMC's initial-point function compiles C (an LKJCholeskyCov's Scan:
     # seconds), which a first call must pay, not the harness before it
-    out["ndim"] = int(sum(np.size(v) for v in model.initial_point().values()))
+    out["ndim"] = ndim(model)
     return out
-
-
-def run_child(tool, name, seed, timeout, warm=3) -> dict:
-    env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="first_call_") as cache:
-        flags = [env.get("PYTENSOR_FLAGS", ""), f"base_compiledir={cache}"]
-        env["PYTENSOR_FLAGS"] = ",".join(f for f in flags if f)
-        env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
-        cmd = [sys.executable, __file__, "--child", tool, name, "--seed", str(seed)]
-        cmd += ["--warm", str(warm)]
-        t = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"tool": tool, "model": name, "error": f"timeout after {timeout} s"}
-        wall = time.perf_counter() - t
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            result = json.loads(line[len("RESULT ") :])
-            result["process_s"] = wall
-            return result
-    return {"tool": tool, "model": name, "error": proc.stderr.strip().splitlines()[-3:]}
 
 
 def merged_repeats(results: list[dict]) -> list[dict]:
@@ -208,11 +152,7 @@ def table(results: list[dict]) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default="all")
-    parser.add_argument("--tools", default=",".join(TOOLS))
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=900.0)
+    parser = tool_parser(__doc__, "all", 900.0)
     parser.add_argument(
         "--warm", type=int, default=3, help="warm calls after the first (their median is shown)"
     )
@@ -223,30 +163,26 @@ def main(argv=None):
         help="fresh processes per tool and model, the tools' order alternating; the table "
         "shows each tool's median times and the medians of the paired ratios",
     )
-    parser.add_argument("--out", default="/tmp/first_call")
     parser.add_argument(
         "--backend",
         default=None,
         help="pme's batched backend (auto, default, jax); children inherit it",
     )
-    parser.add_argument("--child", nargs=2, metavar=("TOOL", "MODEL"))
+    parser.set_defaults(out="/tmp/first_call")
     args = parser.parse_args(argv)
     if args.backend:
         os.environ["PME_BENCH_BACKEND"] = args.backend
     if args.child:
-        print("RESULT " + json.dumps(child(*args.child, args.seed, args.warm)), flush=True)
+        child_result(child(*args.child, args.seed, args.warm))
         return
-    sys.path.insert(0, str(HERE))
-    from first_call_models import MODELS
-
-    names = list(MODELS) if args.models == "all" else args.models.split(",")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results, tools = [], args.tools.split(",")
-    for name in names:
+    extra = ["--seed", str(args.seed), "--warm", str(args.warm)]
+    for name in model_names(args.models):
         for r in range(max(args.repeat, 1)):
             for tool in tools if r % 2 == 0 else tools[::-1]:
-                result = run_child(tool, name, args.seed, args.timeout, args.warm)
+                result = run_child(__file__, tool, name, extra, args.timeout)
                 results.append({**result, "repeat": r})
                 print(json.dumps(result), flush=True)
                 (out / "results.json").write_text(json.dumps(results, indent=1))

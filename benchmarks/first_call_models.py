@@ -364,24 +364,11 @@ def censored(n: int = 40, lower: float = -1.0, upper: float = 1.5):
     return model, _quad_log(lambda m: log_lik(m) + stats.norm.logpdf(m, 0, 2.0), -10, 10)
 
 
-#: name -> builder, in the benchmark's order.
-MODELS = {
-    "regression_5": regression,
-    "regression_50": lambda: regression(d=50, n=120),
-    "logistic_20k": logistic,
-    "hierarchy_300": hierarchy,
-    "mixture_2": mixture,
-    "mixture_3": lambda: mixture(k=3, n=10),
-    "lkj_cholesky": lkj_cholesky,
-    "gp_latent": gp_latent,
-    "dirichlet_multinomial": dirichlet_multinomial,
-    "ar1": ar1,
-    "zero_sum": zero_sum,
-    "censored": censored,
-}
-
-
 if __name__ == "__main__":
-    for name, build in MODELS.items():
-        model, log_z = build()
-        print(f"{name:24s} d={model.initial_point().__len__():3d} log Z = {log_z:.4f}")
+    import sys
+
+    from registry import build, family, ndim
+
+    for name in family("first_call") if len(sys.argv) < 2 else sys.argv[1].split(","):
+        model, log_z = build(name)
+        print(f"{name:24s} d={ndim(model):5d} log Z = {log_z:.4f}", flush=True)

@@ -4,7 +4,8 @@
 Models: the systems of :mod:`pymc_evidence.testing.hard` (``HARD_MODELS``: HalfCauchy eight
 schools, 1-D bimodal, symmetric 5-D mixture, phase transition, prior conflict, ring, radon
 varying intercepts centred / non-centred) plus ``hierarchical_normal`` (centred) and the
-radon varying intercepts and slopes, centred and non-centred (175 parameters). Every
+radon varying intercepts and slopes, centred and non-centred (175 parameters): the ``hard``
+family of ``registry.py``. Every
 ``log_z`` is exact (closed form or converged quadrature, checked in
 ``tests/test_hard_models.py``).
 
@@ -40,24 +41,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import failure, parse_list, quiet_logs  # noqa: E402
-
-
-def model_factories() -> dict:
-    """Benchmark model name -> factory returning an ``AnalyticModel``."""
-    from pymc_evidence.testing import (
-        HARD_MODELS,
-        centred_radon_slopes,
-        hierarchical_normal,
-        noncentred_radon_slopes,
-    )
-
-    return {
-        **HARD_MODELS,
-        "hierarchical_normal": lambda: hierarchical_normal(centered=True),
-        "radon_slopes_centred": centred_radon_slopes,
-        "radon_slopes_noncentred": noncentred_radon_slopes,
-    }
+from _common import failure, parse_list, quiet_logs, smc_chain_log_z  # noqa: E402
+from registry import family  # noqa: E402
 
 
 def all_methods() -> list[str]:
@@ -93,7 +78,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def run_pymc_smc(model, seed: int, args) -> dict:
     import pymc as pm
-    from compare_smc import smc_chain_log_z
 
     idata = pm.sample_smc(
         draws=args.smc_draws,
@@ -128,20 +112,20 @@ def run_method(model, method: str, seed: int, args) -> dict:
     }
 
 
-def run_cell(system, method: str, seed: int, args) -> dict:
+def run_cell(name: str, model, truth: float, method: str, seed: int, args) -> dict:
     """Run one (model, method, seed) cell, catching exceptions and Python warnings."""
-    row = {"model": system.name, "method": method, "seed": seed, "truth": system.log_z}
+    row = {"model": name, "method": method, "seed": seed, "truth": truth}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         try:
-            res = run_method(system.model, method, seed, args)
+            res = run_method(model, method, seed, args)
         except Exception as exc:  # record and go on with the next cell
             res = {"log_z": math.nan, "se": math.nan, "warnings": []}
             row["failure"] = failure(exc)["error"].splitlines()[0][:300]
         row["wall_s"] = time.perf_counter() - t0
     py_warnings = {f"{w.category.__name__}: {str(w.message).splitlines()[0][:120]}" for w in caught}
-    error = res["log_z"] - system.log_z
+    error = res["log_z"] - truth
     row.update(
         log_z=res["log_z"],
         se=res["se"],
@@ -218,7 +202,7 @@ def markdown_summary(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     quiet_logs(args.verbose)
-    factories = model_factories()
+    factories = family("hard")
     known_methods = all_methods()
     models, methods = list(factories), known_methods
     if args.models != "all":
@@ -228,14 +212,14 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     for name in models:
         try:
-            system = factories[name]()
+            model, truth = factories[name]()
         except Exception as exc:  # a broken factory must not stop the benchmark
             print(f"{name}: model construction failed: {failure(exc)['error']}", flush=True)
             continue
-        print(f"## {name}: exact log Z = {system.log_z:.6f}", flush=True)
+        print(f"## {name}: exact log Z = {truth:.6f}", flush=True)
         for method in methods:
             for seed in range(1, args.seeds + 1):
-                row = run_cell(system, method, seed, args)
+                row = run_cell(name, model, truth, method, seed, args)
                 rows.append(row)
                 write_csv(args.out, rows)
                 status = row.get("failure") or f"error {_f(row['error'])} (se {_f(row['se'])})"

@@ -15,11 +15,6 @@ import numpy as np
 import pymc as pm
 from first_call_models import (
     _quad_log,
-    dirichlet_multinomial,
-    gp_latent,
-    hierarchy,
-    mixture,
-    regression,
 )
 from scipy import integrate, stats
 
@@ -64,21 +59,11 @@ def student_t(n: int = 40):
     return model, float(top + np.log(integrate.simpson(inner, x=ga)))
 
 
-MODELS = {
-    "random_walk_60": random_walk,
-    "noncentred_500": lambda: hierarchy(J=500, centred=False),
-    "centred_500": lambda: hierarchy(J=500),
-    "student_t": student_t,
-    "rows_50k": lambda: regression(d=8, n=50_000),
-    "simplex_10": lambda: dirichlet_multinomial(k=10, m=5, trials=30),
-    "gp_latent_30": lambda: gp_latent(n=30),
-    "gp_latent_40": lambda: gp_latent(n=40),
-    "mixture_4": lambda: mixture(k=4, n=9),
-}
-
-
 if __name__ == "__main__":
-    for name, build in MODELS.items():
-        model, log_z = build()
-        print(f"{name:16s} d={sum(v.size for v in model.initial_point().values()):4d} "
-              f"log Z = {log_z:.4f}")  # fmt: skip
+    import sys
+
+    from registry import build, family, ndim
+
+    for name in family("more") if len(sys.argv) < 2 else sys.argv[1].split(","):
+        model, log_z = build(name)
+        print(f"{name:24s} d={ndim(model):5d} log Z = {log_z:.4f}", flush=True)

@@ -2,7 +2,7 @@
 """How long does a first call leave the terminal unchanged? (what a user would take for a hang)
 
 Runs a first call of ``pme.sample_evidence`` (default method, progress bars on) on one model
-of ``first_call_models.MODELS`` in a tmux pane of 120 x 40 characters, with an empty compile
+of ``registry.py`` in a tmux pane of 120 x 40 characters, with an empty compile
 cache, and captures the pane every 0.2 s. Prints the longest stretch during which the screen
 did not change, when it happened and what it showed. Needs tmux (Debian package ``tmux``).
 
@@ -25,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 CHILD = """
 import sys, time
 sys.path.insert(0, {here!r})
-from first_call_models import MODELS
+from registry import build
 import pymc_evidence as pme
-model, _ = MODELS[{model!r}]()
+model, _ = build({model!r}, truth=False)
 print("START", flush=True)
 t = time.perf_counter()
 est = pme.log_evidence(pme.sample_evidence(model=model, random_seed=1))

@@ -338,25 +338,11 @@ def negative_binomial(n: int = 60):
     return model, _log_simpson(log_f, ga, gb, gal)
 
 
-MODELS = {
-    "ordered_means": ordered_means,
-    "zero_inflated": zero_inflated,
-    "poisson_groups": poisson_groups,
-    "ordered_logistic": ordered_logistic,
-    "missing_responses": missing_responses,
-    "truncated": truncated,
-    "hidden_markov": hidden_markov,
-    "beta_binomial_groups": beta_binomial_groups,
-    "allocated_mixture": allocated_mixture,
-    "latent_class": latent_class,
-    "negative_binomial": negative_binomial,
-    "change_point": change_point,
-    "lkj_corr": lkj_corr,
-}
-
-
 if __name__ == "__main__":
-    for name, build in MODELS.items():
-        model, log_z = build()
-        print(f"{name:18s} d={sum(v.size for v in model.initial_point().values()):4d} "
-              f"log Z = {log_z:.4f}")  # fmt: skip
+    import sys
+
+    from registry import build, family, ndim
+
+    for name in family("user") if len(sys.argv) < 2 else sys.argv[1].split(","):
+        model, log_z = build(name)
+        print(f"{name:24s} d={ndim(model):5d} log Z = {log_z:.4f}", flush=True)

@@ -39,7 +39,7 @@ fixed R, 1.6-2.8x for ARM).
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/arm_variance.py --reps 100 --particles 200
+    PYTHONPATH=. python benchmarks/experiments/arm_variance.py --reps 100 --particles 200
 """
 
 from __future__ import annotations

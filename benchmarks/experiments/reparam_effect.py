@@ -4,7 +4,7 @@
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/reparam_effect.py [--methods smc,bridge] [--seeds 1]
+    PYTHONPATH=. python benchmarks/experiments/reparam_effect.py [--methods smc,bridge] [--seeds 1]
 
 Printed on 2026-11-24 (2 cores, PyMC 6.4, seed 1; error = estimate - exact, ± se):
 see ``docs/hard_models.rst`` for the table.
@@ -18,7 +18,7 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import quiet_logs  # noqa: E402
 
 

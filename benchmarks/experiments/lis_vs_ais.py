@@ -21,7 +21,7 @@ Reported: MSE of ``log Z`` estimates over replications (x1000, with its standard
 
 Run from the repository root (about 10 seconds)::
 
-    PYTHONPATH=. python benchmarks/lis_vs_ais.py --reps 300 --m 20 --runs 20
+    PYTHONPATH=. python benchmarks/experiments/lis_vs_ais.py --reps 300 --m 20 --runs 20
 
 Recorded output (this machine, PyMC 6 venv, seed 0; about 2 s per sequence):
 

@@ -10,7 +10,8 @@ an independent NUTS run, so this measures the whole se: posterior and proposal t
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bridge_calibration.py --out /tmp/bridge_calibration.json
+    PYTHONPATH=. python benchmarks/experiments/bridge_calibration.py \\
+        --out /tmp/bridge_calibration.json
 
 Measured (PyMC 6, 2 shared cores, 20 seeds, 4 x 1000 draws after 1000 tuning steps):
 
@@ -38,16 +39,15 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import (  # noqa: E402
-    MODELS,
     environment,
     failure,
     parse_list,
     quiet_logs,
     write_json,
 )
-from calibration import render, summarize  # noqa: E402
+from calibration import MODELS, render, summarize  # noqa: E402
 
 
 def _skewed_beta_bernoulli():
