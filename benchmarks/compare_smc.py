@@ -154,6 +154,19 @@ def settings(args) -> dict:
     return {"smc": smc, "ct": ct}
 
 
+#: Methods whose last stage is a NUTS run (``draws``, ``tune`` and ``chains`` are theirs)
+NUTS_METHODS = ("ct", "gibbs_ct", "st", "rais", "bar", "lis", "bridge")
+
+
+def _accepted(method: str, options: dict) -> dict:
+    """The options of ``options`` that ``method`` takes: NUTS sizes for the NUTS methods,
+    adaptation rounds for the continuous-tempering ones."""
+    drop = () if method in NUTS_METHODS else ("draws", "tune", "chains")
+    if method not in ("ct", "gibbs_ct"):
+        drop += ("adapt_draws", "adapt_tune", "adapt_rounds")
+    return {k: v for k, v in options.items() if k not in drop}
+
+
 def call(model, method, args, conf, *, warmup=False) -> dict:
     if method == "pymc_smc":
         if warmup:
@@ -169,8 +182,9 @@ def call(model, method, args, conf, *, warmup=False) -> dict:
             opts.update(n_particles=8, n_stages=5)
         if method in ("smc", "arm"):
             opts.update(n_particles=16)
-        return run_ct(model, method, seed=args.seed, cores=1, options=opts)
-    return run_ct(model, method, seed=args.seed, cores=args.cores, options=conf["ct"])
+        return run_ct(model, method, seed=args.seed, cores=1, options=_accepted(method, opts))
+    options = _accepted(method, conf["ct"])
+    return run_ct(model, method, seed=args.seed, cores=args.cores, options=options)
 
 
 def timed(fn) -> tuple[dict, float, list[str]]:
