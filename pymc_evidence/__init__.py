@@ -26,16 +26,6 @@ from .api import (
 from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
 from .compare import bayes_factor, bf, compare, post_prob
 from .compare_methods import compare_methods
-from .estimators import EvidenceEstimate
-from .estimators.diagnostics import (
-    BaseFitWarning,
-    ConvergenceWarning,
-    CrossCheckWarning,
-    EvidenceWarning,
-    ModelWarning,
-    SamplingWarning,
-    WeightWarning,
-)
 from .hygiene import ModelHygieneError, check_model
 from .many import ModelComparison, compare_models
 from .plots import (
@@ -44,6 +34,16 @@ from .plots import (
     plot_running_log_z,
     plot_st_levels,
     plot_work_overlap,
+)
+from .record import (
+    BaseFitWarning,
+    ConvergenceWarning,
+    CrossCheckWarning,
+    EvidenceEstimate,
+    EvidenceWarning,
+    ModelWarning,
+    SamplingWarning,
+    WeightWarning,
 )
 from .results.error_measures import error_measures
 from .steps import GibbsContinuousTempering, SimulatedTempering

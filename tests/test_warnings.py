@@ -21,7 +21,7 @@ from pymc_evidence.estimators.diagnostics import WARNING_CATEGORIES, WarningMess
 from pymc_evidence.estimators.logspace import emit_warnings
 from pymc_evidence.estimators.noneq import ais_log_evidence
 from pymc_evidence.estimators.pooling import cross_check
-from pymc_evidence.results.assemble import add_messages
+from pymc_evidence.record import add_messages
 from pymc_evidence.results.schema import estimate_to_dataset, log_evidence
 from pymc_evidence.transforms import reparametrize
 

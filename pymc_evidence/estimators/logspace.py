@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .diagnostics import EvidenceWarning, WarningMessage, tagged, warn_user
+from ..record import emit_warnings
 
 __all__ = [
     "RESAMPLING",
@@ -248,39 +248,3 @@ def resample_indices(log_w, n_out: int, rng: np.random.Generator, method="system
     if method not in RESAMPLING:
         raise ValueError(f"resampling must be one of {tuple(RESAMPLING)}, got {method!r}")
     return RESAMPLING[method](log_w, n_out, rng)
-
-
-def emit_warnings(messages, category=EvidenceWarning) -> tuple[WarningMessage, ...]:
-    """Emit each message under its category, pointed at the user's line
-    (:func:`~.diagnostics.warn_user`); return them.
-
-    Parameters
-    ----------
-    messages : iterable of str
-        A :class:`~.diagnostics.WarningMessage` is emitted under its own ``category``; a
-        plain string under ``category``.
-    category : type of Warning, default EvidenceWarning
-        The category of plain strings.
-
-    Returns
-    -------
-    tuple of WarningMessage
-        The messages, each tagged with the category it was emitted under, ready for
-        ``EvidenceEstimate.warnings`` (so that re-emitting them keeps the category).
-
-    Examples
-    --------
-    >>> emit_warnings([])
-    ()
-    >>> import warnings
-    >>> from pymc_evidence.estimators.diagnostics import WeightWarning
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     out = emit_warnings(["few effective draws"], WeightWarning)
-    >>> caught[0].category.__name__, out[0].category.__name__
-    ('WeightWarning', 'WeightWarning')
-    """
-    messages = tuple(tagged(messages, category))
-    for message in messages:
-        warn_user(message, message.category)
-    return messages

@@ -16,17 +16,17 @@ import numpy as np
 from ..base.mixture import MixtureBase
 from ..compat import get_group
 from ..engines.ais import pilot_schedule
-from ..estimators.diagnostics import CrossCheckWarning, tagged
+from ..estimators.diagnostics import CrossCheckWarning, checked, tagged
 from ..estimators.logspace import systematic_resample
 from ..estimators.mcse import grouped_jackknife_se
 from ..estimators.noneq import crossing_messages
 from ..estimators.record import SE_FLOOR
 from ..progress import progress_bar
-from ..results.assemble import checked, copied_groups, divergences
+from ..results.assemble import copied_groups, divergences
 from ..results.diagnostics import nuts_messages, pareto_check
-from ..results.st import refuse_tempered
 from ._spec import MethodResult
 from .bridge_missed import visited
+from .st_trace import refuse_tempered
 
 __all__ = [
     "ReverseStart",

@@ -100,7 +100,7 @@ def error_measures(idata_or_estimate: Any) -> ErrorMeasures:
 
     Examples
     --------
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence.record import EvidenceEstimate
     >>> error_measures(EvidenceEstimate(log_z=-12.3, se=0.05, method="ct"))
     ErrorMeasures(re2=0.0025, cv=0.05, percentage='5%', source='se of log Z')
     """
