@@ -204,6 +204,11 @@ class MethodSpec:
     sizes : str
         For a method that runs no NUTS: the options that size its runs, named where
         ``pm.sample``'s sizes are given to it.
+    works : tuple of str
+        For the methods whose estimate is a function of annealing works (AIS, reverse AIS,
+        BAR): the directions, ``"forward"`` and/or ``"reverse"``, whose works enter it
+        (:func:`~pymc_evidence.estimators.noneq.works_log_evidence`); the others run may
+        be kept for their kernels but do not count. Empty for every other method.
     """
 
     name: str
@@ -215,6 +220,7 @@ class MethodSpec:
     ready: Callable | None = None
     distributes: bool = False
     sizes: str = ""
+    works: tuple[str, ...] = ()
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""
