@@ -320,13 +320,24 @@ class EvidenceEstimate:
         pairs = zip(self.per_chain_log_z, self.per_chain_se, strict=True)
         return {n: (float(v), float(e)) for n, (v, e) in zip(names, pairs, strict=True)}
 
+    @property
+    def _unit(self) -> str:
+        """What the per-chain entries are, for the printed estimate: ``"methods"`` (a
+        cross-check, whose ``method`` joins its methods by ``+``), ``"runs"`` (independent
+        runs, which the estimators of runs count in ``diagnostics["n_runs"]``) or
+        ``"chains"``. Read from the record itself, not from a table of method names, so a
+        record read back from a file prints the same."""
+        if "+" in self.method:
+            return "methods"
+        return "runs" if "n_runs" in self.diagnostics else "chains"
+
     def __str__(self) -> str:
         text = f"log Z = {self.log_z:.3f} ± {_se_text(self.se)} ({self.method}"
         if self.per_method:
             parts = self.per_method.items()
             text += ": " + ", ".join(f"{n} {v:.3f} ± {_se_text(e)}" for n, (v, e) in parts)
         elif self.n_chains:
-            text += f", {self.n_chains} {_unit(self.method)}"
+            text += f", {self.n_chains} {self._unit}"
         if np.isfinite(self.diagnostics.get("posterior_ess", np.nan)):
             text += f"; posterior ESS {self.diagnostics['posterior_ess']:.0f}"
         text += ")"
@@ -335,13 +346,6 @@ class EvidenceEstimate:
         return text
 
 
-#: What the per-chain entries of each method's estimate are, for the printed estimate.
-_UNITS = {"smc": "runs", "arm": "runs", "ais": "particles", "rais": "particles"}
-
-
-def _unit(method: str) -> str:
-    """``"runs"``, ``"particles"``, ``"methods"`` (a cross-check) or ``"chains"``."""
-    return "methods" if "+" in method else _UNITS.get(method, "chains")
 
 
 def _se_text(se: float) -> str:

@@ -41,7 +41,7 @@ from ..estimators.bridge_modes import (
 from ..estimators.diagnostics import CrossCheckWarning, SamplingWarning, checked, tagged
 from ..results.assemble import divergences
 from ..results.diagnostics import nuts_messages
-from ._spec import MethodResult, MethodSpec
+from ._spec import BRIDGE_SAMPLING, MethodResult, MethodSpec
 from .bridge_missed import chains_at, missed_mode_masses, missed_mode_messages
 from .bridge_options import BridgeOptions
 from .bridge_proposals import proposal_setup
@@ -344,4 +344,5 @@ SPEC = MethodSpec(
     uses_base=False,
     nuts="any",
     ready=ready,
+    family=BRIDGE_SAMPLING,
 )

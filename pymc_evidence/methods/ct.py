@@ -34,7 +34,7 @@ from ._nuts import (
     sample_step,
     with_base_weights_se,
 )
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import CONTINUOUS_TEMPERING, MethodOptions, MethodResult, MethodSpec
 from .ct_trace import ct_parts, raw_ct_arrays
 
 __all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "CTOptions", "ct_results", "moment_diagnostics"]
@@ -245,6 +245,7 @@ def _spec(name, description, sampler_class, nuts):
         options=CTOptions,
         nuts=nuts,
         ready=refuse_many_modes,
+        family=CONTINUOUS_TEMPERING,
     )
 
 

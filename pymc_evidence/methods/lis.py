@@ -27,7 +27,7 @@ from ._particles import (
     run_checks,
     with_chain_spread,
 )
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import LINKED_RUNS, MethodOptions, MethodResult, MethodSpec
 from .noneq import more_stages
 
 __all__ = ["LIS_DIRECTIONS", "SPEC", "LISOptions"]
@@ -234,4 +234,5 @@ SPEC = MethodSpec(
     options=LISOptions,
     nuts="any",
     ready=_ready,
+    family=LINKED_RUNS,
 )

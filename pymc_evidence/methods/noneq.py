@@ -38,7 +38,7 @@ from ._particles import (
     run_checks,
     with_chain_spread,
 )
-from ._spec import MethodResult, MethodSpec
+from ._spec import ANNEALING, MethodResult, MethodSpec
 from .noneq_options import SCHEDULES, AISOptions, AnnealOptions, ReverseAISOptions
 
 __all__ = [
@@ -310,6 +310,7 @@ def _spec(name, description, options, *, works, more_stages, more_particles=Fals
         nuts="any" if reverse else "none",  # reverse runs start from NUTS draws
         ready=refuse_modes_beyond_chains if reverse else None,
         sizes=sizes,
+        family=ANNEALING,
         works=works,
     )
     return spec

@@ -13,7 +13,7 @@ import numpy as np
 from ..results.assemble import assemble_results
 from ..steps.simulated_tempering import SimulatedTempering
 from ._nuts import refuse_many_modes, sample_step, with_base_weights_se
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import SIMULATED_TEMPERING, MethodOptions, MethodResult, MethodSpec
 from .st_trace import st_parts
 
 __all__ = [
@@ -121,6 +121,7 @@ SPEC = MethodSpec(
     options=STOptions,
     nuts="step",
     ready=refuse_many_modes,
+    family=SIMULATED_TEMPERING,
 )
 
 
