@@ -346,8 +346,6 @@ class EvidenceEstimate:
         return text
 
 
-
-
 def _se_text(se: float) -> str:
     """The se to three decimals, or to two significant digits below 0.0005 (so that a
     small se does not print as 0.000)."""
