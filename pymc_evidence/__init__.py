@@ -19,6 +19,7 @@ from .api import (
     METHODS,
     bridge_sampling,
     ct_evidence,
+    error_measures,
     log_evidence,
     sample_evidence,
     st_evidence,
@@ -45,7 +46,6 @@ from .record import (
     SamplingWarning,
     WeightWarning,
 )
-from .results.error_measures import error_measures
 from .steps import GibbsContinuousTempering, SimulatedTempering
 from .transforms import continuous_tempering
 

@@ -247,20 +247,23 @@ def test_particle_runs_report_pareto_k():
         warnings.simplefilter("ignore", EvidenceWarning)  # AIS' own Kish ESS warning
         est = ais_log_evidence(heavy_work)
     with pytest.warns(WeightWarning, match="forward AIS runs' weights"):
-        est = run_checks(est, work_f=heavy_work)
+        est = run_checks(est, weights={"forward": -heavy_work}, work_f=heavy_work)
     assert est.diagnostics["pareto_k_forward"] > 0.7
     assert any("Pareto k-hat" in m for m in est.warnings)
     light = rng.normal(0.0, 0.3, 256)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EvidenceWarning)
-        est = run_checks(ais_log_evidence(light), work_f=light)
+        est = run_checks(ais_log_evidence(light), weights={"forward": -light}, work_f=light)
     assert est.diagnostics["pareto_k_forward"] < 0.7
     # BAR uses both directions: k-hat recorded, no warning for a heavy forward tail
     reverse = rng.normal(3.0, 0.3, 256)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est = run_checks(
-            bar_log_evidence(heavy_work, reverse), work_f=heavy_work, physical_r=reverse
+            bar_log_evidence(heavy_work, reverse),
+            weights={"forward": -heavy_work, "reverse": -reverse},  # the works BAR uses
+            work_f=heavy_work,
+            physical_r=reverse,
         )
     assert not [w for w in caught if "Pareto" in str(w.message)]
     assert est.diagnostics["pareto_k_forward"] > 0.7

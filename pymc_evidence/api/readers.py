@@ -22,6 +22,8 @@ from ..record import ConvergenceWarning, EvidenceEstimate, emit_warnings
 from ..results import GROUP
 from ..results import log_evidence as _read_log_evidence
 from ..results.assemble import assemble_results
+from ..results.error_measures import ErrorMeasures
+from ..results.error_measures import error_measures as _measures_of
 from ..results.external import is_sample_smc, sample_smc_log_z
 from ..results.schema import LOG_Z
 from ..transforms.tempering import ct_spec
@@ -30,6 +32,7 @@ __all__ = [
     "SMC_METHOD",
     "bridge_sampling",
     "ct_evidence",
+    "error_measures",
     "log_evidence",
     "sample_smc_estimate",
     "st_evidence",
@@ -259,6 +262,20 @@ def log_evidence(idata):
         if is_sample_smc(idata):
             return sample_smc_estimate(idata)
     return _read_log_evidence(idata)
+
+
+def error_measures(idata_or_estimate) -> ErrorMeasures:
+    """Relative mean-squared error and coefficient of variation of the ``Z`` estimate of
+    anything :func:`log_evidence` reads (a raw tempering trace, a ``pm.sample_smc`` result
+    included): :func:`pymc_evidence.results.error_measures.error_measures` of its estimate.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate
+    >>> error_measures(EvidenceEstimate(log_z=-12.3, se=0.05, method="ct")).percentage
+    '5%'
+    """
+    return _measures_of(log_evidence(idata_or_estimate))
 
 
 def _groups(idata):

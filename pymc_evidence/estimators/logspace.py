@@ -7,7 +7,8 @@ combinations that the estimators and engines used to write out each on their own
 
 Non-finite rule: a log weight of ``-inf`` is a weight of zero. The weight-normalising and
 resampling functions refuse ``NaN`` and an all-zero set (:func:`checked_log_weights`);
-:func:`kish_ess` returns ``0`` wherever the ESS is undefined.
+:func:`kish_ess` returns ``0`` wherever the ESS is undefined. :func:`emit_warnings` is
+:mod:`pymc_evidence.record`'s, imported here so that its old import path keeps working.
 """
 
 from __future__ import annotations
