@@ -98,8 +98,8 @@ def _running_particles(idata, ds, method, n_points):
     # every run stores the forward works (they tune the kernels): the method's spec says
     # which enter its estimate
     works = _stored(ds, ("work_forward", "work_reverse"), method)
-    used = [None if w is None or d not in REGISTRY[method].works else w
-            for d, w in zip(("forward", "reverse"), works, strict=True)]  # fmt: skip
+    uses = REGISTRY[method].works
+    used = [w if d in uses else None for d, w in zip(("forward", "reverse"), works, strict=True)]
     sizes = _prefixes(ds.sizes["particle"], n_points, 4)
     ests = [works_log_evidence(*(None if w is None else w[:n] for w in used)) for n in sizes]
     return sizes, ests, "particles (independent runs)"
