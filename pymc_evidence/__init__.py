@@ -19,6 +19,7 @@ from .api import (
     METHODS,
     bridge_sampling,
     ct_evidence,
+    error_measures,
     log_evidence,
     sample_evidence,
     st_evidence,
@@ -26,16 +27,6 @@ from .api import (
 from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
 from .compare import bayes_factor, bf, compare, post_prob
 from .compare_methods import compare_methods
-from .estimators import EvidenceEstimate
-from .estimators.diagnostics import (
-    BaseFitWarning,
-    ConvergenceWarning,
-    CrossCheckWarning,
-    EvidenceWarning,
-    ModelWarning,
-    SamplingWarning,
-    WeightWarning,
-)
 from .hygiene import ModelHygieneError, check_model
 from .many import ModelComparison, compare_models
 from .plots import (
@@ -45,7 +36,16 @@ from .plots import (
     plot_st_levels,
     plot_work_overlap,
 )
-from .results.error_measures import error_measures
+from .record import (
+    BaseFitWarning,
+    ConvergenceWarning,
+    CrossCheckWarning,
+    EvidenceEstimate,
+    EvidenceWarning,
+    ModelWarning,
+    SamplingWarning,
+    WeightWarning,
+)
 from .steps import GibbsContinuousTempering, SimulatedTempering
 from .transforms import continuous_tempering
 

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_evidence.api.readers import log_evidence
 from pymc_evidence.estimators.diagnostics import ConvergenceWarning, CrossCheckWarning
 from pymc_evidence.estimators.logspace import normalize_log_weights
 from pymc_evidence.estimators.record import EvidenceEstimate
-from pymc_evidence.results.schema import log_evidence
 
 from .compare_table import ComparisonTable
 from .estimators.diagnostics import warn_user
@@ -72,7 +72,7 @@ class BayesFactor(NamedTuple):
 def _estimates(models: Mapping[Any, Any]) -> dict[Any, EvidenceEstimate]:
     """Read every model's estimate; check log Z is finite; warn on mixed methods or bad SEs.
 
-    The warnings point at the user's call (:func:`~pymc_evidence.estimators.diagnostics.warn_user`).
+    The warnings point at the user's call (:func:`~pymc_evidence.record.warn_user`).
     """
     estimates = {}
     for name, obj in models.items():

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .api.readers import log_evidence
 from .compare_table import ComparisonTable
 from .estimators.pooling import CROSS_CHECK_Z, cross_check
 from .estimators.record import EvidenceEstimate
-from .results.schema import log_evidence
 
 __all__ = ["METHOD_COLUMNS", "compare_methods"]
 

@@ -130,7 +130,7 @@ def test_divergent_reference_posterior_warns(regression):
     rng = np.random.default_rng(0)
     wf, wr = rng.normal(0.5, 1.0, 200), rng.normal(0.5, 1.0, 200)
     with pytest.warns(pme.EvidenceWarning, match="divergent"):
-        est = works_log_evidence("bar", work_f=wf, work_r=wr)
+        est = works_log_evidence(wf, wr)  # both works: BAR
         est = run_checks(est, work_f=wf, physical_r=wr, n_div=7.0)
     assert est.diagnostics["n_divergences"] == 7.0
     assert any("divergent" in w for w in est.warnings)

@@ -269,3 +269,26 @@ def test_netcdf_round_trip_of_sampled_results(sampled, tmp_path):
             np.testing.assert_array_equal(loaded[var].values, original[var].values)
     xr.testing.assert_identical(compat.get_group(back, GROUP), group)
     assert_same_estimate(log_evidence(back), est)
+
+
+def test_printed_unit_comes_from_the_record_and_survives_the_file():
+    """Independent runs (``n_runs`` counted in the diagnostics) print as runs, whatever the
+    method's name, and the same after a round trip through the group."""
+    runs = make_estimate(method="any name", diagnostics={"n_runs": 2.0}, warnings=())
+    chains = make_estimate(method="smc", diagnostics={}, warnings=())
+    assert "(any name, 2 runs)" in str(runs) and "(smc, 2 chains)" in str(chains)
+    for est in (runs, chains):
+        assert str(dataset_to_estimate(estimate_to_dataset(est))) == str(est)
+
+
+def test_registry_families_drive_the_readers_of_results():
+    """Every method names its family; only the annealing methods name the works they use."""
+    from pymc_evidence.methods import ANNEALING, FAMILIES, REGISTRY, methods_in
+
+    assert all(spec.family in FAMILIES for spec in REGISTRY.values())
+    assert set(methods_in(*FAMILIES)) == set(REGISTRY)
+    for name, spec in REGISTRY.items():
+        assert bool(spec.works) == (spec.family == ANNEALING), name
+        assert set(spec.works) <= {"forward", "reverse"}
+    with pytest.raises(ValueError, match="unknown method families"):
+        methods_in("smc")

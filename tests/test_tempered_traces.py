@@ -19,9 +19,9 @@ from pymc_evidence import GaussianBase
 from pymc_evidence.base import model_space
 from pymc_evidence.compat import get_group, new_idata
 from pymc_evidence.methods._particles import reverse_start
+from pymc_evidence.methods.st_trace import refuse_tempered
 from pymc_evidence.problem import EvidenceProblem
 from pymc_evidence.results.schema import estimate_to_dataset
-from pymc_evidence.results.st import refuse_tempered
 
 
 def _model():

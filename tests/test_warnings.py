@@ -21,7 +21,7 @@ from pymc_evidence.estimators.diagnostics import WARNING_CATEGORIES, WarningMess
 from pymc_evidence.estimators.logspace import emit_warnings
 from pymc_evidence.estimators.noneq import ais_log_evidence
 from pymc_evidence.estimators.pooling import cross_check
-from pymc_evidence.results.assemble import add_messages
+from pymc_evidence.record import add_messages
 from pymc_evidence.results.schema import estimate_to_dataset, log_evidence
 from pymc_evidence.transforms import reparametrize
 
@@ -92,7 +92,7 @@ def test_every_warn_call_in_the_package_names_a_category_of_the_tree():
             assert name in allowed, f"{path.name}:{node.lineno} warns with {name}"
     assert calls >= 7
     # two calls, both in warn_user: skip_file_prefixes (Python 3.12+) and the counted level
-    assert len(raw) == 2 and all(r.startswith("diagnostics.py") for r in raw), raw
+    assert len(raw) == 2 and all(r.startswith("record.py") for r in raw), raw
 
 
 def test_warnings_point_at_the_users_line_however_deep():

@@ -7,13 +7,14 @@ traces users sampled themselves into the same results.
 """
 
 from ..methods import METHODS
-from .readers import bridge_sampling, ct_evidence, log_evidence, st_evidence
+from .readers import bridge_sampling, ct_evidence, error_measures, log_evidence, st_evidence
 from .sample import sample_evidence
 
 __all__ = [
     "METHODS",
     "bridge_sampling",
     "ct_evidence",
+    "error_measures",
     "log_evidence",
     "sample_evidence",
     "st_evidence",

@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pymc as pm
 import xarray as xr
 
 from ..base import model_space
 from ..compat import group_names
+from ..estimators.logspace import log_mean_exp_se
 from ..methods.bridge import SPEC as BRIDGE_SPEC
 from ..methods.bridge import bridge_parts
-from ..methods.ct import moment_diagnostics
+from ..methods.ct import ct_results, moment_diagnostics
+from ..methods.ct_trace import raw_ct_arrays
+from ..methods.st import st_results
+from ..methods.st_trace import is_st_trace
 from ..problem import EvidenceProblem
+from ..record import ConvergenceWarning, EvidenceEstimate, emit_warnings
 from ..results import GROUP
 from ..results import log_evidence as _read_log_evidence
 from ..results.assemble import assemble_results
-from ..results.ct import ct_results, raw_ct_arrays
+from ..results.error_measures import ErrorMeasures
+from ..results.error_measures import error_measures as _measures_of
+from ..results.external import is_sample_smc, sample_smc_log_z
 from ..results.schema import LOG_Z
-from ..results.st import is_st_trace, st_results
 from ..transforms.tempering import ct_spec
 
-__all__ = ["bridge_sampling", "ct_evidence", "log_evidence", "st_evidence"]
+__all__ = [
+    "SMC_METHOD",
+    "bridge_sampling",
+    "ct_evidence",
+    "error_measures",
+    "log_evidence",
+    "sample_smc_estimate",
+    "st_evidence",
+]
+
+#: ``method`` of the estimates read from ``pm.sample_smc`` results.
+SMC_METHOD = "pm.sample_smc"
+#: Fewer chains than this give a warning: the se is then itself too uncertain to rely on.
+MIN_CHAINS_FOR_SE = 4
 
 
 def ct_evidence(raw, ext: pm.Model | None = None, *, random_seed=None):
@@ -206,7 +228,7 @@ def log_evidence(idata):
     ``pm.sample(step=pme.GibbsContinuousTempering(...))``) it computes the estimate from
     the recorded statistics; for a ``pm.sample_smc`` result it pools the chains' final
     ``log_marginal_likelihood`` (method ``"pm.sample_smc"``, se from the spread of the
-    chains; see :func:`pymc_evidence.results.external.sample_smc_estimate`).
+    chains; see :func:`sample_smc_estimate`).
 
     Returns
     -------
@@ -237,7 +259,23 @@ def log_evidence(idata):
             pass
         else:
             return ct_results(idata)[1]
+        if is_sample_smc(idata):
+            return sample_smc_estimate(idata)
     return _read_log_evidence(idata)
+
+
+def error_measures(idata_or_estimate) -> ErrorMeasures:
+    """Relative mean-squared error and coefficient of variation of the ``Z`` estimate of
+    anything :func:`log_evidence` reads (a raw tempering trace, a ``pm.sample_smc`` result
+    included): :func:`pymc_evidence.results.error_measures.error_measures` of its estimate.
+
+    Examples
+    --------
+    >>> from pymc_evidence import EvidenceEstimate
+    >>> error_measures(EvidenceEstimate(log_z=-12.3, se=0.05, method="ct")).percentage
+    '5%'
+    """
+    return _measures_of(log_evidence(idata_or_estimate))
 
 
 def _groups(idata):
@@ -245,3 +283,73 @@ def _groups(idata):
         return group_names(idata)
     except TypeError:
         return []
+
+
+def _messages(n: int) -> list[str]:
+    if n == 1:
+        return [
+            "pm.sample_smc ran one chain: the se of log Z comes from the spread of "
+            "independent chains, so it is not available (nan); run pm.sample_smc with "
+            f"chains >= {MIN_CHAINS_FOR_SE}"
+        ]
+    if n < MIN_CHAINS_FOR_SE:
+        return [
+            f"the se of the pm.sample_smc estimate comes from the spread of only {n} chains "
+            f"and is itself very uncertain; run pm.sample_smc with chains >= "
+            f"{MIN_CHAINS_FOR_SE} for a usable error bar"
+        ]
+    return []
+
+
+def sample_smc_estimate(idata: Any) -> EvidenceEstimate:
+    """The evidence estimate of a ``pm.sample_smc`` result, with a standard error.
+
+    Each chain of ``pm.sample_smc`` is an independent SMC run whose ``Z`` estimate is
+    unbiased, so the runs are pooled on the ``Z`` scale::
+
+        log Z = logsumexp(log Z_i) - log n
+        se    = sd(Z_i) / (sqrt(n) * mean(Z_i))      (delta method, sd with ddof=1)
+
+    The se comes from the spread of the ``n`` chains only (PyMC gives no error bar per
+    run): it is NaN for one chain, and rough for fewer than 4; both cases warn.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+        From ``pm.sample_smc`` (PyMC 5 or 6).
+
+    Returns
+    -------
+    EvidenceEstimate
+        ``method="pm.sample_smc"``; ``per_chain_log_z`` holds the chains' final values
+        (their own se is unknown: NaN); ``diagnostics["se_from_n_chains"]`` is ``n``, saying
+        that the se is the spread of ``n`` chains.
+
+    Warns
+    -----
+    ConvergenceWarning
+        For fewer than 4 chains.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_evidence import compat
+    >>> stats = xr.Dataset({"log_marginal_likelihood": (("chain", "draw"),
+    ...     np.array([[np.nan, -3.1], [np.nan, -2.9], [np.nan, -3.0], [np.nan, -3.05]],
+    ...              dtype=object))})
+    >>> print(sample_smc_estimate(compat.new_idata({"sample_stats": stats})))
+    log Z = -3.010 ± 0.043 (pm.sample_smc, 4 chains)
+    """
+    log_z_chains = sample_smc_log_z(idata)
+    n = log_z_chains.size
+    log_z, se = log_mean_exp_se(log_z_chains)
+    messages = emit_warnings(_messages(n), ConvergenceWarning)
+    return EvidenceEstimate(
+        log_z=float(log_z),
+        se=float(se),
+        method=SMC_METHOD,
+        per_chain_log_z=log_z_chains,
+        per_chain_se=np.full(n, np.nan),
+        diagnostics={"se_from_n_chains": float(n)},
+        warnings=messages,
+    )

@@ -20,7 +20,8 @@ from ..estimators.record import with_se_floor
 from ..methods import ProblemOptions, get_method, refuse_unknown, resolve_options
 from ..nuts import SamplingArgs
 from ..problem import EvidenceProblem
-from ..results.assemble import add_messages, assemble_results
+from ..record import add_messages
+from ..results.assemble import assemble_results
 from ..results.model_data import as_written
 from .bambi_models import bambi_posterior, is_bambi_model, pymc_model_of
 from .discrete import with_discrete_draws

@@ -1,31 +1,31 @@
-"""Warning categories, warning texts and small scalar diagnostics shared by every layer.
+"""The standard warning texts of an estimate's diagnostics (:func:`evidence_messages`).
 
-The package's warnings form one tree under :class:`EvidenceWarning` (itself a
-:class:`UserWarning`, so existing ``UserWarning`` filters keep working)::
-
-    UserWarning
-    └── EvidenceWarning
-        ├── SamplingWarning      the sampler or kernels did not explore the target
-        ├── ConvergenceWarning   chains or iterations disagree; the se is unreliable
-        ├── WeightWarning        importance weights degenerate; the path is poorly covered
-        ├── BaseFitWarning       the base distribution (ADVI, Laplace, ...) is poor
-        ├── CrossCheckWarning    estimates that should agree do not
-        └── ModelWarning         the model could not be handled the fast/preferred way
-
-Warnings travel as plain strings in ``EvidenceEstimate.warnings`` (and in netCDF
-attributes); a :class:`WarningMessage` is such a string that also carries its category, so
-that :func:`~pymc_evidence.estimators.logspace.emit_warnings` emits it under the right one.
+The warning categories, :class:`~pymc_evidence.record.WarningMessage`, :func:`tagged` and
+:func:`warn_user` live in :mod:`pymc_evidence.record`, below the estimators, so that the
+results schema can use them without importing an estimator; they are imported here too,
+so that ``pymc_evidence.estimators.diagnostics.WeightWarning`` and its kin keep working.
 
 Pure numpy/scipy; nothing here knows about PyMC or xarray.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-
 import numpy as np
+
+from ..record import (
+    WARNING_CATEGORIES,
+    BaseFitWarning,
+    ConvergenceWarning,
+    CrossCheckWarning,
+    EvidenceWarning,
+    ModelWarning,
+    SamplingWarning,
+    WarningMessage,
+    WeightWarning,
+    add_messages,
+    tagged,
+    warn_user,
+)
 
 __all__ = [
     "WARNING_CATEGORIES",
@@ -37,6 +37,7 @@ __all__ = [
     "SamplingWarning",
     "WarningMessage",
     "WeightWarning",
+    "checked",
     "evidence_messages",
     "tagged",
     "warn_user",
@@ -55,169 +56,19 @@ NONFINITE_FRACTION_MAX = 0.01
 DIVERGING_FRACTION_MAX = 0.02
 
 
-class EvidenceWarning(UserWarning):
-    """A problem detected while estimating a marginal likelihood; the root of the tree.
-
-    Every warning of the package is of a subclass of this category, so
-    ``warnings.simplefilter("error", EvidenceWarning)`` turns all of them into errors and
-    ``warnings.simplefilter("ignore", SamplingWarning)`` silences one kind only. Estimators
-    return the same messages in ``EvidenceEstimate.warnings``.
+def checked(est, diagnostics: dict, extra_messages=()):
+    """``est`` with run-level ``diagnostics`` (divergences, non-finite densities, ...) added
+    and the warnings they call for (:func:`evidence_messages`), with ``extra_messages``,
+    emitted once (:func:`~pymc_evidence.record.add_messages`).
 
     Examples
     --------
-    >>> issubclass(SamplingWarning, EvidenceWarning), issubclass(EvidenceWarning, UserWarning)
-    (True, True)
+    >>> from pymc_evidence.record import EvidenceEstimate
+    >>> checked(EvidenceEstimate(-1.0, 0.1, "demo"), {"n_draws": 100.0}).diagnostics
+    {'n_draws': 100.0}
     """
-
-
-class SamplingWarning(EvidenceWarning):
-    """The sampler or the HMC kernels did not explore (part of) the target.
-
-    Divergent NUTS transitions, a share of diverging HMC trajectories, non-finite log
-    densities met by the kernels or at bridge proposals. The estimate may be biased beyond
-    its se: reparameterize (non-centred hierarchies), raise ``target_accept``.
-    """
-
-
-class ConvergenceWarning(EvidenceWarning):
-    """Chains, runs or an iteration did not converge; the standard error is unreliable.
-
-    Per-chain estimates that disagree beyond their se, a non-finite se, too few effective
-    draws, a single SMC run, an iterative estimator (bridge, BAR, histogram) that stopped
-    before converging. Draw more or longer chains, more runs, or raise ``maxiter``.
-    """
-
-
-class WeightWarning(EvidenceWarning):
-    """Importance weights degenerate or the path from base to target is poorly covered.
-
-    A low Kish ESS of importance or run weights, a temperature end or level that is
-    (almost) never visited, adjacent distributions that barely overlap, a temperature
-    ladder too coarse for thermodynamic integration. Use more intermediate distributions,
-    more particles or runs, or a base closer to the posterior.
-    """
-
-
-class BaseFitWarning(EvidenceWarning):
-    """The base distribution (ADVI, Laplace, moments, prior) is a poor fit.
-
-    A fit that failed and fell back to a simpler one, or weighted draws that do not
-    reproduce the base's moments. Try another ``base`` or more ADVI steps/restarts.
-    """
-
-
-class CrossCheckWarning(EvidenceWarning):
-    """Estimates that should agree (or bracket ``log Z``) do not, or are compared as if.
-
-    Methods of a cross-check that disagree beyond their se, forward AIS above reverse AIS,
-    estimates of different methods compared in a Bayes factor. At least one estimate
-    missed part of the posterior; trust none of them until the cause is found.
-    """
-
-
-class ModelWarning(EvidenceWarning):
-    """The model could not be handled the preferred way; results stay valid.
-
-    A variable that reparametrization left alone, a log density or prior draw that could
-    not be vectorized (rows are evaluated one at a time, much slower).
-    """
-
-
-#: The categories below :class:`EvidenceWarning`, in the order the docs list them.
-WARNING_CATEGORIES = (
-    SamplingWarning,
-    ConvergenceWarning,
-    WeightWarning,
-    BaseFitWarning,
-    CrossCheckWarning,
-    ModelWarning,
-)
-
-
-def _check_category(category) -> type:
-    if not (isinstance(category, type) and issubclass(category, Warning)):
-        raise TypeError(f"a warning category must be a Warning subclass, got {category!r}")
-    return category
-
-
-class WarningMessage(str):
-    """A warning text that carries its category (``.category``); otherwise a plain ``str``.
-
-    It compares, hashes, prints and is stored exactly like the text, so
-    ``EvidenceEstimate.warnings`` keeps holding strings; the category only tells
-    :func:`~pymc_evidence.estimators.logspace.emit_warnings` which warning to emit. Texts
-    read back from a file are plain strings (emitted as :class:`EvidenceWarning`).
-
-    Parameters
-    ----------
-    text : str
-    category : type of Warning, default EvidenceWarning
-
-    Examples
-    --------
-    >>> m = WarningMessage("chains disagree", ConvergenceWarning)
-    >>> m == "chains disagree", m.category.__name__
-    (True, 'ConvergenceWarning')
-    """
-
-    category: type
-
-    def __new__(cls, text, category=EvidenceWarning):
-        self = super().__new__(cls, text)
-        self.category = _check_category(category)
-        return self
-
-    def __reduce__(self):
-        return type(self), (str(self), self.category)
-
-
-#: The package's directory: frames in files under it are the package's own.
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def warn_user(message, category=EvidenceWarning) -> None:
-    """:func:`warnings.warn` pointed at the first frame outside this package: the user's line
-    that called into it, however deep the call that warns. Every warning of the package goes
-    through here; no call site counts stack levels. Python 3.12 and later skip the package's
-    frames themselves (``skip_file_prefixes``, with ``stacklevel=2``); on 3.11 the frames
-    are counted here.
-
-    Examples
-    --------
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warn_user("few effective draws", WeightWarning)
-    >>> caught[0].category.__name__, caught[0].filename.startswith(_PACKAGE_DIR)
-    ('WeightWarning', False)
-    """
-    if sys.version_info >= (3, 12):
-        warnings.warn(message, category, stacklevel=2, skip_file_prefixes=(_PACKAGE_DIR,))
-        return
-    frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
-
-
-def tagged(messages, category=EvidenceWarning) -> list[WarningMessage]:
-    """``messages`` as :class:`WarningMessage`; plain strings get ``category``, tagged ones
-    keep theirs.
-
-    Examples
-    --------
-    >>> [m.category.__name__ for m in tagged(["a", WarningMessage("b", ModelWarning)],
-    ...                                      WeightWarning)]
-    ['WeightWarning', 'ModelWarning']
-    """
-    _check_category(category)
-    out = []
-    for message in messages:
-        if not isinstance(message, str):
-            raise TypeError(f"warning messages must be strings, got {message!r}")
-        out.append(
-            message if isinstance(message, WarningMessage) else WarningMessage(message, category)
-        )
-    return out
+    messages = evidence_messages(diagnostics, est.se) + list(extra_messages)
+    return add_messages(est, messages, diagnostics=diagnostics)
 
 
 def evidence_messages(diag: dict, se: float) -> list[WarningMessage]:

@@ -7,7 +7,8 @@ combinations that the estimators and engines used to write out each on their own
 
 Non-finite rule: a log weight of ``-inf`` is a weight of zero. The weight-normalising and
 resampling functions refuse ``NaN`` and an all-zero set (:func:`checked_log_weights`);
-:func:`kish_ess` returns ``0`` wherever the ESS is undefined.
+:func:`kish_ess` returns ``0`` wherever the ESS is undefined. :func:`emit_warnings` is
+:mod:`pymc_evidence.record`'s, imported here so that its old import path keeps working.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 
 import numpy as np
 
-from .diagnostics import EvidenceWarning, WarningMessage, tagged, warn_user
+from ..record import emit_warnings
 
 __all__ = [
     "RESAMPLING",
@@ -248,39 +249,3 @@ def resample_indices(log_w, n_out: int, rng: np.random.Generator, method="system
     if method not in RESAMPLING:
         raise ValueError(f"resampling must be one of {tuple(RESAMPLING)}, got {method!r}")
     return RESAMPLING[method](log_w, n_out, rng)
-
-
-def emit_warnings(messages, category=EvidenceWarning) -> tuple[WarningMessage, ...]:
-    """Emit each message under its category, pointed at the user's line
-    (:func:`~.diagnostics.warn_user`); return them.
-
-    Parameters
-    ----------
-    messages : iterable of str
-        A :class:`~.diagnostics.WarningMessage` is emitted under its own ``category``; a
-        plain string under ``category``.
-    category : type of Warning, default EvidenceWarning
-        The category of plain strings.
-
-    Returns
-    -------
-    tuple of WarningMessage
-        The messages, each tagged with the category it was emitted under, ready for
-        ``EvidenceEstimate.warnings`` (so that re-emitting them keeps the category).
-
-    Examples
-    --------
-    >>> emit_warnings([])
-    ()
-    >>> import warnings
-    >>> from pymc_evidence.estimators.diagnostics import WeightWarning
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     out = emit_warnings(["few effective draws"], WeightWarning)
-    >>> caught[0].category.__name__, out[0].category.__name__
-    ('WeightWarning', 'WeightWarning')
-    """
-    messages = tuple(tagged(messages, category))
-    for message in messages:
-        warn_user(message, message.category)
-    return messages

@@ -320,41 +320,39 @@ def crossing_messages(work_f, work_r, z: float = 4.0) -> list[str]:
     return []
 
 
-def works_log_evidence(method: str, work_f=None, work_r=None) -> EvidenceEstimate:
-    """The estimate of a work-based method: ``"ais"``, ``"rais"`` or ``"bar"``.
+def works_log_evidence(work_f=None, work_r=None) -> EvidenceEstimate:
+    """The estimate of the works given: forward AIS (forward works only), reverse AIS
+    (reverse works only) or BAR (both).
 
     Parameters
     ----------
-    method : {"ais", "rais", "bar"}
-        :func:`ais_log_evidence` of ``work_f``, :func:`reverse_ais_log_evidence` of
-        ``work_r``, or :func:`bar_log_evidence` of both.
     work_f, work_r : array_like, shape (run,), optional
-        Forward and (physical) reverse works, as in the module docstring; a work the method
-        does not use is ignored.
+        Forward and (physical) reverse works, as in the module docstring. Pass only the
+        works the estimate should use (a method's spec says which:
+        :attr:`~pymc_evidence.methods._spec.MethodSpec.works`).
 
     Returns
     -------
     EvidenceEstimate
+        Of :func:`ais_log_evidence`, :func:`reverse_ais_log_evidence` or
+        :func:`bar_log_evidence`.
 
     Raises
     ------
     ValueError
-        For another method, or without the works the method needs.
+        Without any works.
 
     Examples
     --------
-    >>> works_log_evidence("rais", np.ones(10), np.full(10, 2.0)).log_z
+    >>> works_log_evidence(work_r=np.full(10, 2.0)).log_z
     2.0
+    >>> works_log_evidence(np.ones(10), np.ones(10)).method
+    'bar'
     """
-    needs = {"ais": ("forward",), "rais": ("reverse",), "bar": ("forward", "reverse")}
-    if method not in needs:
-        raise ValueError(f"method must be one of {tuple(needs)}, got {method!r}")
-    given = {"forward": work_f, "reverse": work_r}
-    missing = [name for name in needs[method] if given[name] is None]
-    if missing:
-        raise ValueError(f"method {method!r} needs the {' and '.join(missing)} works")
-    if method == "ais":
+    if work_f is None and work_r is None:
+        raise ValueError("works_log_evidence needs the forward or the reverse works, or both")
+    if work_r is None:
         return ais_log_evidence(work_f)
-    if method == "rais":
+    if work_f is None:
         return reverse_ais_log_evidence(work_r)
     return bar_log_evidence(work_f, work_r)

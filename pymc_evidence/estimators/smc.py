@@ -298,8 +298,8 @@ def smc_log_evidence(
         ``log Zhat`` of each independent run (``-inf`` allowed, ``NaN`` is an error).
     variance_proxy : array_like, shape (n_runs,), optional
         Each run's i.i.d. variance proxy of ``log Zhat_r``.
-    method : {"smc", "arm"}
-        Name stored in the record.
+    method : str, default "smc"
+        Name stored in the record (the calling method's).
     diagnostics : dict, optional
         Extra scalar diagnostics to store with the standard ones.
 
@@ -319,8 +319,6 @@ def smc_log_evidence(
     log_z = np.asarray(log_z_runs, dtype=float).ravel()
     if log_z.size == 0 or np.any(np.isnan(log_z)) or np.all(log_z == -np.inf):
         raise ValueError("log_z_runs must be non-empty, without NaN, with a finite value")
-    if method not in ("smc", "arm"):
-        raise ValueError(f"method must be 'smc' or 'arm', got {method!r}")
     n = log_z.size
     value, spread_se = log_mean_exp_se(log_z)
     finite = log_z[np.isfinite(log_z)]

@@ -14,6 +14,13 @@ from types import MappingProxyType
 
 from . import bridge, ct, lis, noneq, smc, st
 from ._spec import (
+    ANNEALING,
+    BRIDGE_SAMPLING,
+    CONTINUOUS_TEMPERING,
+    FAMILIES,
+    LINKED_RUNS,
+    SIMULATED_TEMPERING,
+    SMC_RUNS,
     MethodOptions,
     MethodResult,
     MethodSpec,
@@ -23,13 +30,21 @@ from ._spec import (
 )
 
 __all__ = [
+    "ANNEALING",
+    "BRIDGE_SAMPLING",
+    "CONTINUOUS_TEMPERING",
+    "FAMILIES",
+    "LINKED_RUNS",
     "METHODS",
     "REGISTRY",
     "MethodOptions",
     "MethodResult",
     "MethodSpec",
     "ProblemOptions",
+    "SIMULATED_TEMPERING",
+    "SMC_RUNS",
     "get_method",
+    "methods_in",
     "refuse_unknown",
     "resolve_options",
 ]
@@ -80,3 +95,18 @@ def get_method(name) -> MethodSpec:
         f"unknown method {name!r}; {hint}the methods are {', '.join(map(repr, REGISTRY))} "
         "(the default is 'smc'; pymc_evidence.METHODS describes each)"
     )
+
+
+def methods_in(*families: str) -> tuple[str, ...]:
+    """The names of the registered methods of these families (:data:`FAMILIES`), in the
+    registry's order.
+
+    Examples
+    --------
+    >>> methods_in(SMC_RUNS)
+    ('smc', 'arm')
+    """
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown method families {unknown}; the families are {FAMILIES}")
+    return tuple(name for name, spec in REGISTRY.items() if spec.family in families)

@@ -16,17 +16,17 @@ import numpy as np
 from ..base.mixture import MixtureBase
 from ..compat import get_group
 from ..engines.ais import pilot_schedule
-from ..estimators.diagnostics import CrossCheckWarning, tagged
+from ..estimators.diagnostics import CrossCheckWarning, checked, tagged
 from ..estimators.logspace import systematic_resample
 from ..estimators.mcse import grouped_jackknife_se
 from ..estimators.noneq import crossing_messages
 from ..estimators.record import SE_FLOOR
 from ..progress import progress_bar
-from ..results.assemble import checked, copied_groups, divergences
+from ..results.assemble import copied_groups, divergences
 from ..results.diagnostics import nuts_messages, pareto_check
-from ..results.st import refuse_tempered
 from ._spec import MethodResult
 from .bridge_missed import visited
+from .st_trace import refuse_tempered
 
 __all__ = [
     "ReverseStart",
@@ -172,6 +172,7 @@ def run_checks(
     est,
     counts=None,
     *,
+    weights=None,
     work_f=None,
     physical_r=None,
     n_div=None,
@@ -186,10 +187,12 @@ def run_checks(
     the last reweighting (SMC's at ``beta = 1``), which touch the draws only; ``n_div``:
     divergences of the NUTS run that gave the reverse starts (None: unknown or no reverse
     runs); ``work_f``/``physical_r``: forward and reverse works, checked for crossing when
-    both are given; ``messages``: further warnings (R-hat/ESS of the NUTS run). The Pareto
-    k-hat of the importance weights of each direction the estimate uses is stored as
-    ``pareto_k_forward``/``pareto_k_reverse``, with a warning above 0.7 for one-sided
-    estimates (AIS, RAIS, one-direction LIS).
+    both are given; ``messages``: further warnings (R-hat/ESS of the NUTS run);
+    ``weights``: the log importance weights of each direction (``"forward"``,
+    ``"reverse"``) that enters the estimate, as the method says (for AIS, RAIS and BAR
+    their spec's :attr:`~pymc_evidence.methods._spec.MethodSpec.works`). The Pareto k-hat
+    of each is stored as ``pareto_k_forward``/``pareto_k_reverse``, with a warning above
+    0.7 for one-sided estimates (AIS, RAIS, one-direction LIS).
     """
     diagnostics = {}
     if n_div is not None:
@@ -202,26 +205,13 @@ def run_checks(
     crossing = []
     if work_f is not None and physical_r is not None:
         crossing = crossing_messages(work_f, physical_r)
-    sets = _weight_sets(est, work_f, physical_r)
+    sets = {direction: np.asarray(log_w, float) for direction, log_w in (weights or {}).items()}
     for direction, log_w in sets.items():
         what = f"the {direction} {est.method.upper()} runs' weights"
         diag, heavy = pareto_check(log_w, what=what, key=f"pareto_k_{direction}")
         diagnostics.update(diag)
         crossing += heavy if len(sets) == 1 else []  # two-sided (BAR, bridged) estimates cope
     return checked(est, diagnostics, [*crossing, *messages])
-
-
-def _weight_sets(est, work_f, physical_r) -> dict:
-    """Log importance weights (``-work``) per direction that enter ``est``; a forward-only
-    LIS estimate keeps its runs' weights in ``per_chain_log_z``."""
-    sets = {}
-    if work_f is not None and est.method != "rais":
-        sets["forward"] = -np.asarray(work_f, float)
-    elif work_f is None and physical_r is None and est.method == "lis":
-        sets["forward"] = np.asarray(est.per_chain_log_z, float)
-    if physical_r is not None:
-        sets["reverse"] = -np.asarray(physical_r, float)
-    return sets
 
 
 def particle_groups(posterior_group, start: ReverseStart | None) -> dict:

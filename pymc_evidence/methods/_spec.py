@@ -24,15 +24,39 @@ from typing import ClassVar
 from ..estimators.record import EvidenceEstimate
 
 __all__ = [
+    "ANNEALING",
     "BASE_OPTIONS",
+    "BRIDGE_SAMPLING",
+    "CONTINUOUS_TEMPERING",
+    "FAMILIES",
+    "LINKED_RUNS",
     "PROBLEM_OPTIONS",
     "MethodOptions",
     "MethodResult",
     "MethodSpec",
     "ProblemOptions",
+    "SIMULATED_TEMPERING",
+    "SMC_RUNS",
     "refuse_unknown",
     "resolve_options",
 ]
+
+#: The families of methods (:attr:`MethodSpec.family`): what the estimate is computed from,
+#: which says what a method's ``log_evidence`` group holds (the plots read it).
+CONTINUOUS_TEMPERING = "continuous tempering draws"
+SIMULATED_TEMPERING = "simulated tempering levels"
+ANNEALING = "annealing works"
+LINKED_RUNS = "linked importance sampling runs"
+SMC_RUNS = "sequential Monte Carlo runs"
+BRIDGE_SAMPLING = "bridge sampling iterates"
+FAMILIES = (
+    CONTINUOUS_TEMPERING,
+    SIMULATED_TEMPERING,
+    ANNEALING,
+    LINKED_RUNS,
+    SMC_RUNS,
+    BRIDGE_SAMPLING,
+)
 
 
 @dataclass(frozen=True)
@@ -204,6 +228,16 @@ class MethodSpec:
     sizes : str
         For a method that runs no NUTS: the options that size its runs, named where
         ``pm.sample``'s sizes are given to it.
+    family : str
+        One of :data:`FAMILIES`: what the estimate is computed from (tempered draws, ladder
+        levels, annealing works, linked runs, SMC runs, bridge iterates), so what the
+        method's results hold; code that handles the results of a kind of method reads it
+        rather than comparing method names.
+    works : tuple of str
+        For the methods whose estimate is a function of annealing works (AIS, reverse AIS,
+        BAR): the directions, ``"forward"`` and/or ``"reverse"``, whose works enter it
+        (:func:`~pymc_evidence.estimators.noneq.works_log_evidence`); the others run may
+        be kept for their kernels but do not count. Empty for every other method.
     """
 
     name: str
@@ -215,6 +249,8 @@ class MethodSpec:
     ready: Callable | None = None
     distributes: bool = False
     sizes: str = ""
+    family: str = ""
+    works: tuple[str, ...] = ()
 
     def accepted(self) -> dict:
         """Every option this method accepts, with its default."""

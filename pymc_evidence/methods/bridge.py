@@ -38,14 +38,14 @@ from ..estimators.bridge_modes import (
     sum_of_parts,
     summed_iterates,
 )
-from ..estimators.diagnostics import CrossCheckWarning, SamplingWarning, tagged
-from ..results.assemble import checked, divergences
+from ..estimators.diagnostics import CrossCheckWarning, SamplingWarning, checked, tagged
+from ..results.assemble import divergences
 from ..results.diagnostics import nuts_messages
-from ..results.st import refuse_tempered
-from ._spec import MethodResult, MethodSpec
+from ._spec import BRIDGE_SAMPLING, MethodResult, MethodSpec
 from .bridge_missed import chains_at, missed_mode_masses, missed_mode_messages
 from .bridge_options import BridgeOptions
 from .bridge_proposals import proposal_setup
+from .st_trace import refuse_tempered
 
 __all__ = [
     "MAX_COVARIANCE_NOISE",
@@ -344,4 +344,5 @@ SPEC = MethodSpec(
     uses_base=False,
     nuts="any",
     ready=ready,
+    family=BRIDGE_SAMPLING,
 )

@@ -24,7 +24,7 @@ from ..base.refit import refit_base
 from ..compat import get_group
 from ..estimators.ct import base_moment_check, ct_log_evidence, ct_weights
 from ..nuts import run_nuts
-from ..results.ct import ct_parts, raw_ct_arrays
+from ..results.assemble import assemble_results
 from ..steps import GibbsContinuousTempering
 from ..transforms import continuous_tempering, set_base
 from ._nuts import (
@@ -34,9 +34,10 @@ from ._nuts import (
     sample_step,
     with_base_weights_se,
 )
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import CONTINUOUS_TEMPERING, MethodOptions, MethodResult, MethodSpec
+from .ct_trace import ct_parts, raw_ct_arrays
 
-__all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "CTOptions", "moment_diagnostics"]
+__all__ = ["CT_SPEC", "GIBBS_CT_SPEC", "CTOptions", "ct_results", "moment_diagnostics"]
 
 _log = logging.getLogger("pymc_evidence")
 #: Default target acceptance: tempered targets mix a broad base with the posterior, and
@@ -244,6 +245,7 @@ def _spec(name, description, sampler_class, nuts):
         options=CTOptions,
         nuts=nuts,
         ready=refuse_many_modes,
+        family=CONTINUOUS_TEMPERING,
     )
 
 
@@ -259,3 +261,20 @@ GIBBS_CT_SPEC = _spec(
     _GibbsSampler,
     nuts="step",
 )
+
+
+def ct_results(raw, *, random_seed=None, diagnostics: dict | None = None):
+    """Estimate ``log Z`` from a raw CT trace sampled by the user and assemble the results
+    container: ``(idata, estimate)``.
+
+    The estimate is named after the spec of the form that sampled the trace:
+    :data:`CT_SPEC` for a joint-form trace (``ct_delta`` in its posterior),
+    :data:`GIBBS_CT_SPEC` for a Gibbs one (in its sample statistics). ``random_seed``
+    seeds the importance resampling; ``diagnostics`` are added to the estimate's.
+    """
+    _, _, source = raw_ct_arrays(raw)
+    spec = CT_SPEC if source == "posterior" else GIBBS_CT_SPEC
+    est, groups, layout, attrs = ct_parts(
+        raw, method=spec.name, rng=np.random.default_rng(random_seed), diagnostics=diagnostics
+    )
+    return assemble_results(est, groups, layout=layout, attrs=attrs), est

@@ -27,7 +27,7 @@ from ._particles import (
     run_checks,
     with_chain_spread,
 )
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import LINKED_RUNS, MethodOptions, MethodResult, MethodSpec
 from .noneq import more_stages
 
 __all__ = ["LIS_DIRECTIONS", "SPEC", "LISOptions"]
@@ -199,9 +199,11 @@ def run(problem, options: LISOptions) -> MethodResult:
     est, spread = with_chain_spread(
         est, start, lambda keep: _estimate(direction, log_r_f, log_r_r[keep])[0].log_z
     )
+    weights = {"forward": log_r_f, "reverse": log_r_r}  # the runs' log weights
     est = run_checks(
         est,
         counts,
+        weights={k: w for k, w in weights.items() if w is not None},
         work_f=work_f,
         physical_r=None if log_r_r is None else -log_r_r,
         n_div=None if start is None else start.n_divergences,
@@ -232,4 +234,5 @@ SPEC = MethodSpec(
     options=LISOptions,
     nuts="any",
     ready=_ready,
+    family=LINKED_RUNS,
 )

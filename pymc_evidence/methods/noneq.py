@@ -38,7 +38,7 @@ from ._particles import (
     run_checks,
     with_chain_spread,
 )
-from ._spec import MethodResult, MethodSpec
+from ._spec import ANNEALING, MethodResult, MethodSpec
 from .noneq_options import SCHEDULES, AISOptions, AnnealOptions, ReverseAISOptions
 
 __all__ = [
@@ -73,12 +73,12 @@ HEAVY_PARTICLE_FACTOR = 4.0
 
 @dataclass(frozen=True)
 class _Variant:
-    """What sets ``ais``, ``rais`` and ``bar`` apart besides their options: the method's
-    name (its spec's), whether reverse runs start from posterior draws, whether the runs
-    are repeated with more stages (:func:`more_stages`) and then with more particles
-    (:func:`more_particles`) where the works spread too widely."""
+    """How ``ais``, ``rais`` and ``bar`` run besides their options (which works enter the
+    estimate is their spec's :attr:`~pymc_evidence.methods._spec.MethodSpec.works`):
+    whether reverse runs start from posterior draws, whether the runs are repeated with
+    more stages (:func:`more_stages`) and then with more particles (:func:`more_particles`)
+    where the works spread too widely."""
 
-    name: str
     reverse: bool
     more_stages: bool
     more_particles: bool
@@ -253,7 +253,7 @@ def _anneal(problem, density, options, rng, variant: _Variant, start_of):
     return options, counts, forward, reverse
 
 
-def _run(problem, options: AnnealOptions, variant: _Variant) -> MethodResult:
+def _run(problem, options: AnnealOptions, variant: _Variant, spec: MethodSpec) -> MethodResult:
     rng = problem.rng("method")
     density = problem.density()
     n = options.n_particles
@@ -267,14 +267,18 @@ def _run(problem, options: AnnealOptions, variant: _Variant) -> MethodResult:
     if variant.reverse:
         start = start_of()
         stage.update(_stage_values("reverse", info_r))
-    method = variant.name
-    est = works_log_evidence(method, work_f=work_f, work_r=physical_r)
-    est, spread = with_chain_spread(
-        est, start, lambda keep: works_log_evidence(method, work_f, physical_r[keep]).log_z
-    )
+    used = {"forward": work_f, "reverse": physical_r}
+    used = {direction: used[direction] for direction in spec.works}  # the method's works
+
+    def estimate(keep=slice(None)):  # the estimate of the reverse runs ``keep`` and all others
+        given = {d: w[keep] if d == "reverse" else w for d, w in used.items()}
+        return works_log_evidence(given.get("forward"), given.get("reverse"))
+
+    est, spread = with_chain_spread(estimate(), start, lambda keep: estimate(keep).log_z)
     est = run_checks(
         est,
         counts,
+        weights={direction: -np.asarray(w, float) for direction, w in used.items()},
         work_f=work_f,
         physical_r=physical_r,
         n_div=None if start is None else start.n_divergences,
@@ -291,13 +295,14 @@ def _run(problem, options: AnnealOptions, variant: _Variant) -> MethodResult:
     )
 
 
-def _spec(name, description, options, *, reverse, more_stages, more_particles=False, sizes=""):
-    variant = _Variant(name, reverse, more_stages, more_particles)
+def _spec(name, description, options, *, works, more_stages, more_particles=False, sizes=""):
+    reverse = "reverse" in works
+    variant = _Variant(reverse, more_stages, more_particles)
 
     def run(problem, opts):
-        return _run(problem, opts, variant)
+        return _run(problem, opts, variant, spec)
 
-    return MethodSpec(
+    spec = MethodSpec(
         name=name,
         description=description,
         run=run,
@@ -305,14 +310,17 @@ def _spec(name, description, options, *, reverse, more_stages, more_particles=Fa
         nuts="any" if reverse else "none",  # reverse runs start from NUTS draws
         ready=refuse_modes_beyond_chains if reverse else None,
         sizes=sizes,
+        family=ANNEALING,
+        works=works,
     )
+    return spec
 
 
 AIS_SPEC = _spec(
     "ais",
     "forward annealed importance sampling from the base (a stochastic lower bound)",
     AISOptions,
-    reverse=False,
+    works=("forward",),
     more_stages=True,
     more_particles=True,
     sizes="n_particles (annealing runs moved together) and n_stages",
@@ -321,13 +329,13 @@ RAIS_SPEC = _spec(
     "rais",
     "reverse AIS from posterior draws to the base (a stochastic upper bound)",
     ReverseAISOptions,
-    reverse=True,
+    works=("reverse",),
     more_stages=False,
 )
 BAR_SPEC = _spec(
     "bar",
     "forward and reverse AIS combined by Bennett's acceptance ratio",
     ReverseAISOptions,
-    reverse=True,
+    works=("forward", "reverse"),
     more_stages=True,
 )

@@ -31,7 +31,7 @@ from ..progress import smc_progress
 from ._particles import run_checks
 from ._remote import remote_job, submit_runs
 from ._runs import map_runs
-from ._spec import MethodResult, MethodSpec
+from ._spec import SMC_RUNS, MethodResult, MethodSpec
 from .smc_options import (
     FEW_MOVES,
     FEW_MOVES_MAX_DIM,
@@ -201,6 +201,7 @@ def _spec(name, description, *, arm: bool):
         run=run,
         options=SMCOptions,
         distributes=True,
+        family=SMC_RUNS,
         sizes="n_particles (particles per run) and n_runs (independent runs, their spread is "
         "the se)",
     )

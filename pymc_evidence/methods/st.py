@@ -1,7 +1,7 @@
 """``method="st"``: simulated tempering with Rao-Blackwellized evidence (Carlson et al.).
 
 Runs :class:`~pymc_evidence.SimulatedTempering` through ``pm.sample`` from the problem's
-base; the trace is turned into the estimate by :mod:`pymc_evidence.results.st`.
+base; the trace is turned into the estimate by :mod:`pymc_evidence.methods.st_trace`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..results.st import st_parts
+from ..results.assemble import assemble_results
 from ..steps.simulated_tempering import SimulatedTempering
 from ._nuts import refuse_many_modes, sample_step, with_base_weights_se
-from ._spec import MethodOptions, MethodResult, MethodSpec
+from ._spec import SIMULATED_TEMPERING, MethodOptions, MethodResult, MethodSpec
+from .st_trace import st_parts
 
 __all__ = [
     "MAX_DRAWS_FACTOR",
@@ -22,6 +23,7 @@ __all__ = [
     "SPEC",
     "STOptions",
     "more_draws",
+    "st_results",
 ]
 
 
@@ -94,7 +96,7 @@ def _sample(problem, options: STOptions, draws=None):
         **sampling.compile_kwargs,
     )
     raw = sample_step(problem, step, random_seed=problem.int_seed("nuts"), draws=draws)
-    return st_parts(raw, betas=step.betas, rng=problem.rng("resample"))
+    return st_parts(raw, method=SPEC.name, betas=step.betas, rng=problem.rng("resample"))
 
 
 def run(problem, options: STOptions) -> MethodResult:
@@ -119,4 +121,17 @@ SPEC = MethodSpec(
     options=STOptions,
     nuts="step",
     ready=refuse_many_modes,
+    family=SIMULATED_TEMPERING,
 )
+
+
+def st_results(raw, *, betas=None, random_seed=None):
+    """Estimate ``log Z`` from a simulated-tempering trace sampled by the user and assemble
+    the results: ``(idata, estimate)``, the estimate named after :data:`SPEC`.
+
+    ``betas``: the ladder (else read back from the trace); ``random_seed`` seeds the
+    importance resampling.
+    """
+    rng = np.random.default_rng(random_seed)
+    est, groups, layout, attrs = st_parts(raw, method=SPEC.name, betas=betas, rng=rng)
+    return assemble_results(est, groups, layout=layout, attrs=attrs), est

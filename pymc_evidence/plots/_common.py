@@ -5,14 +5,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..compat import get_group, group_names
+from ..methods import (
+    ANNEALING,
+    CONTINUOUS_TEMPERING,
+    REGISTRY,
+    SIMULATED_TEMPERING,
+    SMC_RUNS,
+    methods_in,
+)
 from ..results import GROUP
 
-CT_METHODS = ("ct", "gibbs_ct")
-TEMPERING_METHODS = (*CT_METHODS, "st")
-PARTICLE_METHODS = ("ais", "rais", "bar")
-SMC_METHODS = ("smc", "arm")
+# The methods whose results each plot reads, by family (the registry's MethodSpec.family)
+CT_METHODS = methods_in(CONTINUOUS_TEMPERING)
+TEMPERING_METHODS = methods_in(CONTINUOUS_TEMPERING, SIMULATED_TEMPERING)
+PARTICLE_METHODS = methods_in(ANNEALING)
+SMC_METHODS = methods_in(SMC_RUNS)
 #: What :func:`checked_results` calls the combined result of ``method=[...]`` (a cross-check).
 CROSS_CHECK = "cross-check"
+
+
+def family(method: str) -> str:
+    """The family of a registered ``method`` (:attr:`~pymc_evidence.methods.MethodSpec.family`);
+    :data:`CROSS_CHECK` for a cross-check.
+
+    >>> family("rais") == ANNEALING
+    True
+    """
+    return CROSS_CHECK if method == CROSS_CHECK else REGISTRY[method].family
 
 
 def _pyplot():

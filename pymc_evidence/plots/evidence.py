@@ -12,11 +12,11 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from ..api.readers import log_evidence
 from ..compare import compare
 from ..compat import group_names
 from ..estimators.diagnostics import CrossCheckWarning, warn_user
 from ..estimators.record import EvidenceEstimate
-from ..results import log_evidence
 from ._common import PARTICLE_METHODS, checked_results, new_axes, plain_ticks
 
 __all__ = ["plot_compare", "plot_work_overlap"]

@@ -32,12 +32,21 @@ from ..estimators.lis import bridged_log_evidence, lis_log_evidence, reverse_lis
 from ..estimators.noneq import works_log_evidence
 from ..estimators.pooling import pool_chain_estimates
 from ..estimators.rts import rts_log_evidence
+from ..methods import (
+    ANNEALING,
+    BRIDGE_SAMPLING,
+    CONTINUOUS_TEMPERING,
+    LINKED_RUNS,
+    REGISTRY,
+    SIMULATED_TEMPERING,
+    SMC_RUNS,
+    methods_in,
+)
 from ..results.schema import CHAIN_LOG_Z, CHAIN_LOG_Z_SE, LOG_Z, LOG_Z_SE
 from ._common import (
     CROSS_CHECK,
-    PARTICLE_METHODS,
-    SMC_METHODS,
     checked_results,
+    family,
     new_axes,
     plain_ticks,
     stats_variable,
@@ -70,7 +79,7 @@ def _running_st(idata, ds, method, n_points):
         chains = [
             rts_log_evidence(log_cond[c : c + 1, :n], betas, log_zhat[c]) for c in range(tops.size)
         ]
-        ests.append(pool_chain_estimates(chains, method="st"))
+        ests.append(pool_chain_estimates(chains, method=method))
     return sizes, ests, "draws per chain"
 
 
@@ -86,34 +95,35 @@ def _stored(ds, names, method):
 
 
 def _running_particles(idata, ds, method, n_points):
-    # every run stores the forward works (they tune the kernels): the method picks its own
+    # every run stores the forward works (they tune the kernels): the method's spec says
+    # which enter its estimate
     works = _stored(ds, ("work_forward", "work_reverse"), method)
+    uses = REGISTRY[method].works
+    used = [w if d in uses else None for d, w in zip(("forward", "reverse"), works, strict=True)]
     sizes = _prefixes(ds.sizes["particle"], n_points, 4)
-    ests = [
-        works_log_evidence(method, *(None if w is None else w[:n] for w in works)) for n in sizes
-    ]
+    ests = [works_log_evidence(*(None if w is None else w[:n] for w in used)) for n in sizes]
     return sizes, ests, "particles (independent runs)"
 
 
-def _lis_estimate(log_r_f, log_r_r):
+def _lis_estimate(log_r_f, log_r_r, method):
     """As ``methods/lis.py``: forward, reverse or bridged, by which runs are there."""
     if log_r_r is None:
-        return lis_log_evidence(log_r_f)
+        return lis_log_evidence(log_r_f, method=method)
     if log_r_f is None:
-        return reverse_lis_log_evidence(log_r_r, method="lis")
-    return bridged_log_evidence(log_r_f, log_r_r, method="lis")
+        return reverse_lis_log_evidence(log_r_r, method=method)
+    return bridged_log_evidence(log_r_f, log_r_r, method=method)
 
 
 def _running_lis(idata, ds, method, n_points):
     log_r = _stored(ds, ("log_r_forward", "log_r_reverse"), method)
     sizes = _prefixes(ds.sizes["particle"], n_points, 4)
-    ests = [_lis_estimate(*(None if r is None else r[:n] for r in log_r)) for n in sizes]
+    ests = [_lis_estimate(*(None if r is None else r[:n] for r in log_r), method) for n in sizes]
     return sizes, ests, "LIS runs (per direction)"
 
 
 def _draw_running(ax, idata, ds, method, n_points, k):
     """The running estimate on growing samples, with its own ``± k se`` band."""
-    sizes, ests, xlabel = _RUNNING[method](idata, ds, method, n_points)
+    sizes, ests, xlabel = _RUNNING[family(method)](idata, ds, method, n_points)
     log_z = np.array([e.log_z for e in ests])
     se = np.array([e.se for e in ests])
     ax.fill_between(
@@ -198,11 +208,16 @@ def _draw_points(ax, idata, ds, method, n_points, k):
     return "method" if method == CROSS_CHECK else ds[CHAIN_LOG_Z].dims[0]
 
 
-_RUNNING = {"ct": _running_ct, "gibbs_ct": _running_ct, "st": _running_st, "lis": _running_lis}
-_RUNNING.update(dict.fromkeys(PARTICLE_METHODS, _running_particles))
+#: The running estimate of each family of methods (:attr:`~pymc_evidence.methods.MethodSpec.family`)
+_RUNNING = {
+    CONTINUOUS_TEMPERING: _running_ct,
+    SIMULATED_TEMPERING: _running_st,
+    LINKED_RUNS: _running_lis,
+    ANNEALING: _running_particles,
+}
+#: How each family's results are drawn
 _DRAW = dict.fromkeys(_RUNNING, _draw_running)
-_DRAW.update(dict.fromkeys(SMC_METHODS, _draw_smc))
-_DRAW.update({"bridge": _draw_bridge, CROSS_CHECK: _draw_points})
+_DRAW.update({SMC_RUNS: _draw_smc, BRIDGE_SAMPLING: _draw_bridge, CROSS_CHECK: _draw_points})
 
 
 #: The main panel of an SMC/ARM or bridge plot shows ``final ± max(ZOOM_SE se, ZOOM_FLOOR)``
@@ -352,14 +367,16 @@ def plot_running_log_z(idata, *, n_points: int = 30, k: float = 2.0, reference=N
     >>> inset = ax.child_axes[0]  # every stage, from log Z_0 = 0  # doctest: +SKIP
     >>> ax = pme.plot_running_log_z(idata_bar, k=1)  # doctest: +SKIP
     """
-    ds, method = checked_results(idata, tuple(_DRAW), "plot_running_log_z")
+    allowed = (*methods_in(*(f for f in _DRAW if f != CROSS_CHECK)), CROSS_CHECK)
+    ds, method = checked_results(idata, allowed, "plot_running_log_z")
     ax = new_axes(ax, figsize=(7.5, 4.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EvidenceWarning)
-        xlabel = _DRAW[method](ax, idata, ds, method, int(n_points), float(k))
+        xlabel = _DRAW[family(method)](ax, idata, ds, method, int(n_points), float(k))
     reference = None if reference is None else float(reference)
     zoomed = None
-    if method in SMC_METHODS or (method == "bridge" and "log_z_iterates" in ds):
+    kind = family(method)  # SMC traces and bridge iterates may range far wider than the band
+    if kind == SMC_RUNS or (kind == BRIDGE_SAMPLING and "log_z_iterates" in ds):
         zoomed = _zoom_on_final(ax, ds, reference)
     ax.axhline(float(ds[LOG_Z]), color="C0", ls="--", lw=1, label="final estimate")
     if reference is not None:

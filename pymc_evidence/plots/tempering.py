@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import CT_METHODS, TEMPERING_METHODS, checked_results, new_axes, stats_variable
+from ..methods import SIMULATED_TEMPERING, methods_in
+from ._common import (
+    CT_METHODS,
+    TEMPERING_METHODS,
+    checked_results,
+    family,
+    new_axes,
+    stats_variable,
+)
 
 __all__ = ["plot_beta_trace", "plot_st_levels"]
 
@@ -50,16 +58,17 @@ def plot_beta_trace(idata, *, bins: int = 20, axes=None):
     """
     ds, method = checked_results(idata, TEMPERING_METHODS, "plot_beta_trace")
     beta, edges = _beta_draws(idata, ds, method)
+    levels = family(method) == SIMULATED_TEMPERING  # beta moves on a ladder
     hist_ax, trace_ax = new_axes(axes, 2, figsize=(10.0, 3.5))
     edges = np.linspace(0.0, 1.0, int(bins) + 1) if edges is None else edges
-    style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if method == "st" else "default"}
+    style = {"lw": 0.8, "alpha": 0.8, "drawstyle": "steps-post" if levels else "default"}
     for c in range(beta.shape[0]):
         kwargs = {"color": f"C{c % 10}"}
         # ST: fraction of draws per level (a density over the uneven level bins would spike
         # wherever the ladder is dense, e.g. near beta = 0 with a prior base)
         scale = (
             {"density": True}
-            if method != "st"
+            if not levels
             else {"weights": np.full(beta[c].size, 1.0 / beta[c].size)}
         )
         hist_ax.hist(beta[c], edges, histtype="step", label=f"chain {c}", **scale, **kwargs)
@@ -68,7 +77,7 @@ def plot_beta_trace(idata, *, bins: int = 20, axes=None):
         mass = ds["beta_density"].values  # probability of each of equal bins on [0, 1]
         rb_edges = np.linspace(0.0, 1.0, mass.size + 1)
         hist_ax.stairs(mass * mass.size, rb_edges, color="black", lw=1.5, label="Rao-Blackwellized")
-    ylabel = "fraction of draws per level" if method == "st" else "density"
+    ylabel = "fraction of draws per level" if levels else "density"
     hist_ax.set(
         xlabel=r"$\beta$", ylabel=ylabel, xlim=(0.0, 1.0), title=rf"$\beta$ histogram ({method})"
     )
@@ -100,7 +109,7 @@ def plot_st_levels(idata, *, ax=None):
     --------
     >>> ax = pme.plot_st_levels(idata_st)  # doctest: +SKIP
     """
-    ds, _ = checked_results(idata, ("st",), "plot_st_levels")
+    ds, _ = checked_results(idata, methods_in(SIMULATED_TEMPERING), "plot_st_levels")
     c_hat, r = ds["c_hat"].values, ds["r"].values
     levels = np.arange(c_hat.size)
     ax = new_axes(ax)

@@ -2,53 +2,29 @@
 
 Every method, and every function that reads a trace sampled by the user
 (:func:`pymc_evidence.ct_evidence`, :func:`pymc_evidence.st_evidence`,
-:func:`pymc_evidence.bridge_sampling`), ends here: warnings found after the estimator ran
-are emitted once and added to the estimate, the ``log_evidence`` group is built by
-:func:`~pymc_evidence.results.schema.estimate_to_dataset`, and the groups are put in one
-InferenceData (PyMC 5) or DataTree (PyMC 6) with ``posterior`` first.
+:func:`pymc_evidence.bridge_sampling`), ends here with a finished estimate (its warnings
+emitted and added by :func:`~pymc_evidence.record.add_messages`): the ``log_evidence``
+group is built by :func:`~pymc_evidence.results.schema.estimate_to_dataset`, and the
+groups are put in one InferenceData (PyMC 5) or DataTree (PyMC 6) with ``posterior``
+first. Nothing here computes an estimate.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..compat import get_group, group_names, new_idata, set_group
-from ..estimators.diagnostics import evidence_messages
-from ..estimators.logspace import emit_warnings
 from .schema import GROUP, estimate_to_dataset
 
 __all__ = [
     "COPIED_GROUPS",
-    "add_messages",
     "assemble_results",
-    "checked",
     "copied_groups",
     "divergences",
 ]
 
 #: Groups of a PyMC trace that results carry over unchanged.
 COPIED_GROUPS = ("observed_data", "constant_data")
-
-
-def add_messages(est, messages, *, diagnostics: dict | None = None):
-    """``est`` with new ``messages`` emitted (each under its category, see
-    :func:`~pymc_evidence.estimators.logspace.emit_warnings`) and appended, and
-    ``diagnostics`` merged in. Messages the estimate already carries are not repeated."""
-    new = emit_warnings([m for m in dict.fromkeys(messages) if m not in est.warnings])
-    return replace(
-        est,
-        diagnostics={**est.diagnostics, **(diagnostics or {})},
-        warnings=tuple(est.warnings) + tuple(new),
-    )
-
-
-def checked(est, diagnostics: dict, extra_messages=()):
-    """``est`` with run-level ``diagnostics`` (divergences, non-finite densities, ...) added
-    and the warnings they call for (:func:`evidence_messages`) emitted once."""
-    messages = evidence_messages(diagnostics, est.se) + list(extra_messages)
-    return add_messages(est, messages, diagnostics=diagnostics)
 
 
 def divergences(idata) -> dict:
@@ -93,7 +69,7 @@ def assemble_results(estimate, groups: dict, *, layout: dict | None = None, attr
     Examples
     --------
     >>> import xarray as xr
-    >>> from pymc_evidence.estimators import EvidenceEstimate
+    >>> from pymc_evidence.record import EvidenceEstimate
     >>> idata = assemble_results(EvidenceEstimate(-1.0, 0.1, "demo"), {})
     >>> from pymc_evidence.compat import group_names
     >>> group_names(idata)

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from ..compat import get_group
-from ..estimators.diagnostics import ConvergenceWarning, WarningMessage, WeightWarning
+from ..record import ConvergenceWarning, WarningMessage, WeightWarning
 
 __all__ = [
     "ESS_PER_CHAIN_MIN",

@@ -83,9 +83,9 @@ def error_measures(idata_or_estimate: Any) -> ErrorMeasures:
     Parameters
     ----------
     idata_or_estimate : InferenceData, DataTree, xarray.Dataset or EvidenceEstimate
-        Anything :func:`pymc_evidence.log_evidence` reads a stored estimate from: results
-        with a ``log_evidence`` group, the group itself, an estimate, or a
-        ``pm.sample_smc`` result.
+        Results with a ``log_evidence`` group, the group itself or an estimate
+        (:func:`pymc_evidence.error_measures` reads raw tempering traces and
+        ``pm.sample_smc`` results too).
 
     Returns
     -------
@@ -100,7 +100,7 @@ def error_measures(idata_or_estimate: Any) -> ErrorMeasures:
 
     Examples
     --------
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence.record import EvidenceEstimate
     >>> error_measures(EvidenceEstimate(log_z=-12.3, se=0.05, method="ct"))
     ErrorMeasures(re2=0.0025, cv=0.05, percentage='5%', source='se of log Z')
     """

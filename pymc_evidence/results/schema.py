@@ -31,8 +31,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_evidence import compat
-from pymc_evidence.estimators.record import EvidenceEstimate
-from pymc_evidence.results.external import is_sample_smc, sample_smc_estimate
+from pymc_evidence.record import EvidenceEstimate
 
 __all__ = [
     "CHAIN_DIMS",
@@ -213,7 +212,7 @@ def estimate_to_dataset(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence.record import EvidenceEstimate
     >>> est = EvidenceEstimate(-3.2, 0.02, "ct", np.array([-3.21, -3.19]),
     ...                        np.array([0.03, 0.03]), {"ess": 812.0})
     >>> ds = estimate_to_dataset(est, stage_values={"beta": [[0.0, 0.5, 1.0], [0.0, 1.0]]},
@@ -336,7 +335,7 @@ def dataset_to_estimate(ds: xr.Dataset) -> EvidenceEstimate:
 
     Examples
     --------
-    >>> from pymc_evidence.estimators.record import EvidenceEstimate
+    >>> from pymc_evidence.record import EvidenceEstimate
     >>> est = EvidenceEstimate(-3.2, 0.02, "ct", diagnostics={"ess": 812.0}, warnings=("low ESS",))
     >>> print(dataset_to_estimate(estimate_to_dataset(est)))
     log Z = -3.200 ± 0.020 (ct)
@@ -365,8 +364,9 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     Parameters
     ----------
     idata : arviz.InferenceData, xarray.DataTree, xarray.Dataset or EvidenceEstimate
-        Results holding a ``log_evidence`` group, the group itself, an estimate (returned
-        unchanged), or a ``pm.sample_smc`` result (:mod:`pymc_evidence.results.external`).
+        Results holding a ``log_evidence`` group, the group itself, or an estimate
+        (returned unchanged). :func:`pymc_evidence.log_evidence` reads raw traces and
+        ``pm.sample_smc`` results too.
 
     Returns
     -------
@@ -375,7 +375,7 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     Raises
     ------
     KeyError
-        If there is no ``log_evidence`` group and the results are not from ``pm.sample_smc``.
+        If there is no ``log_evidence`` group.
 
     Examples
     --------
@@ -390,11 +390,10 @@ def log_evidence(idata: Any) -> EvidenceEstimate:
     if isinstance(idata, xr.Dataset):
         return dataset_to_estimate(idata)
     names = compat.group_names(idata)
-    if GROUP not in names and is_sample_smc(idata):
-        return sample_smc_estimate(idata)
     if GROUP not in names:
         raise KeyError(
-            f"These results have no {GROUP!r} group (groups: {names}) and are not from "
-            "pm.sample_smc. Estimate the evidence first, e.g. `pme.sample_evidence(...)`."
+            f"These results have no {GROUP!r} group (groups: {names}). Estimate the "
+            "evidence first, e.g. `pme.sample_evidence(...)`; `pme.log_evidence` also reads "
+            "raw tempering traces and pm.sample_smc results."
         )
     return dataset_to_estimate(compat.get_group(idata, GROUP))

@@ -1,4 +1,4 @@
-"""Simulated-tempering traces in, evidence and results out.
+"""Simulated-tempering traces in, the estimate and the groups of the results out.
 
 Every chain of a :class:`~pymc_evidence.SimulatedTempering` run adapts its own weights
 ``log Zhat`` during tuning, so the RTS estimate (eq. 12) is computed per chain, with that
@@ -14,16 +14,17 @@ from dataclasses import replace
 import numpy as np
 
 from ..compat import get_group, group_names
-from ..estimators.diagnostics import EvidenceWarning, WarningMessage, WeightWarning
+from ..estimators.diagnostics import checked
 from ..estimators.pooling import pool_chain_estimates
 from ..estimators.rts import rb_thermodynamic_integration, round_trips, rts_log_evidence
+from ..record import EvidenceWarning, WarningMessage, WeightWarning
+from ..results.assemble import copied_groups, divergences
+from ..results.diagnostics import pareto_khat
+from ..results.schema import GROUP
 from ..steps.simulated_tempering import q_stat_names
-from .assemble import assemble_results, checked, copied_groups, divergences
-from .ct import resample_posterior
-from .diagnostics import pareto_khat
-from .schema import GROUP
+from .ct_trace import resample_posterior
 
-__all__ = ["is_st_trace", "refuse_tempered", "st_arrays", "st_parts", "st_results"]
+__all__ = ["is_st_trace", "refuse_tempered", "st_arrays", "st_parts"]
 
 
 def is_st_trace(raw) -> bool:
@@ -92,9 +93,10 @@ def _per_chain(log_cond, delta, log_norm, betas):
     return estimates, ti
 
 
-def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
+def st_parts(raw, *, method: str, betas=None, rng=None, settings: dict | None = None):
     """Estimate ``log Z`` from a simulated-tempering trace; returns ``(estimate, groups,
-    layout, attrs)`` for :func:`~pymc_evidence.results.assemble.assemble_results`.
+    layout, attrs)`` for :func:`~pymc_evidence.results.assemble.assemble_results`;
+    ``method`` names the estimate (its spec's).
 
     ``posterior`` holds the draws importance-resampled by ``q(K-1 | x)`` (the
     Rao-Blackwellized weight of the target level), so every draw counts, not only those
@@ -110,7 +112,7 @@ def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
         "min_round_trips": float(np.min(trips)),
         "c_max_abs_dev": float(max(e.diagnostics["c_max_abs_dev"] for e in per_chain)),
     }
-    pooled = pool_chain_estimates(per_chain, method="st", diagnostics=diag)
+    pooled = pool_chain_estimates(per_chain, method=method, diagnostics=diag)
     extra = []
     if np.min(trips) == 0:
         text = "some chain made no round trip between beta = 0 and beta = 1"
@@ -144,12 +146,3 @@ def st_parts(raw, *, betas=None, rng=None, settings: dict | None = None):
     }
     attrs = {"n_levels": int(n_levels), **(settings or {})}
     return est, groups, {"extra_dims": extra_dims}, attrs
-
-
-def st_results(raw, *, betas=None, random_seed=None):
-    """Estimate ``log Z`` from a simulated-tempering trace and assemble the results.
-
-    Returns ``(idata, estimate)``; ``random_seed`` seeds the importance resampling.
-    """
-    est, groups, layout, attrs = st_parts(raw, betas=betas, rng=np.random.default_rng(random_seed))
-    return assemble_results(est, groups, layout=layout, attrs=attrs), est

@@ -1,11 +1,12 @@
-"""Continuous-tempering traces in, evidence and results out.
+"""Continuous-tempering traces in, the estimate and the groups of the results out.
 
 The raw trace of a CT run samples the *extended* target, so its draws are not posterior
-draws. This module computes the evidence, importance-resamples posterior draws by the
-``w1`` weights, and lays out the groups of DESIGN.md: ``posterior`` (resampled),
-``extended_posterior`` (raw draws with ``log_w0``/``log_w1``), ``sample_stats``,
-``observed_data`` and ``log_evidence``; :func:`resample_posterior` serves simulated
-tempering too.
+draws. This module computes the evidence
+(:func:`~pymc_evidence.estimators.ct.ct_log_evidence`), importance-resamples posterior
+draws by the ``w1`` weights, and lays out the groups of the results: ``posterior``
+(resampled), ``extended_posterior`` (raw draws with ``log_w0``/``log_w1``),
+``sample_stats`` and ``observed_data``; :mod:`pymc_evidence.results` then adds
+``log_evidence``. :func:`resample_posterior` serves simulated tempering too.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import xarray as xr
 
 from ..compat import get_group, group_names
 from ..estimators.ct import beta_cdf, ct_log_evidence, log_w0, log_w1
+from ..estimators.diagnostics import checked
 from ..estimators.logspace import systematic_resample
-from .assemble import assemble_results, checked, copied_groups, divergences
-from .diagnostics import pareto_khat
+from ..results.assemble import copied_groups, divergences
+from ..results.diagnostics import pareto_khat
 
-__all__ = ["CT_PREFIX", "ct_parts", "ct_results", "raw_ct_arrays", "resample_posterior"]
+__all__ = ["CT_PREFIX", "ct_parts", "raw_ct_arrays", "resample_posterior"]
 
 CT_PREFIX = "ct_"
 N_BETA_BINS = 20
@@ -79,15 +81,14 @@ def _beta_histogram(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (edges[1:] + edges[:-1]), np.diff(cdf, axis=0).mean(axis=1)
 
 
-def ct_parts(raw, *, method=None, rng=None, rounds=None, diagnostics=None, settings=None):
+def ct_parts(raw, *, method: str, rng=None, rounds=None, diagnostics=None, settings=None):
     """Estimate ``log Z`` from a raw CT trace; returns ``(estimate, groups, layout, attrs)``
     for :func:`~pymc_evidence.results.assemble.assemble_results`.
 
-    ``method`` defaults to ``"ct"`` for a joint-form trace, ``"gibbs_ct"`` for a Gibbs one;
-    ``rng`` draws the importance resampling; ``rounds`` are the adaptation rounds' summaries.
+    ``method``: the name of the estimate (its spec's); ``rng`` draws the importance
+    resampling; ``rounds`` are the adaptation rounds' summaries.
     """
     delta, log_zeta, source = raw_ct_arrays(raw)
-    method = method or ("ct" if source == "posterior" else "gibbs_ct")
     est = ct_log_evidence(delta, log_zeta, method=method)
     lw0, lw1 = log_w0(delta), log_w1(delta)
     # k-hat of w1 is recorded, not warned on: w1 grows only linearly in |delta|, so its
@@ -116,14 +117,3 @@ def ct_parts(raw, *, method=None, rng=None, rounds=None, diagnostics=None, setti
         groups["sample_stats"] = get_group(raw, "sample_stats")
     groups.update(copied_groups(raw))
     return est, groups, {"extra_dims": extra}, attrs
-
-
-def ct_results(raw, *, random_seed=None, diagnostics: dict | None = None):
-    """Estimate ``log Z`` from a raw CT trace and assemble the results container.
-
-    Returns ``(idata, estimate)``; ``random_seed`` seeds the importance resampling.
-    """
-    est, groups, layout, attrs = ct_parts(
-        raw, rng=np.random.default_rng(random_seed), diagnostics=diagnostics
-    )
-    return assemble_results(est, groups, layout=layout, attrs=attrs), est
