@@ -9,6 +9,7 @@ model's joint density to the marginal likelihood.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pymc as pm
@@ -19,6 +20,9 @@ from pymc.pytensorf import find_rng_nodes, replace_rng_nodes, reseed_rngs
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ._compile import compile_fn, compile_rows, rows_of
+
+if TYPE_CHECKING:
+    from .runtime import ModelRuntime
 
 __all__ = ["ModelSpace"]
 
@@ -60,7 +64,7 @@ class ModelSpace:
     names: tuple
     shapes: tuple
     sizes: tuple
-    runtime: object = field(default=None, repr=False)
+    runtime: ModelRuntime = field(repr=False)
     _logp_dlogp: object = field(default=None, repr=False)
     _unconstrain: object = field(default=None, repr=False)
     _constrain: object = field(default=None, repr=False)
@@ -68,7 +72,7 @@ class ModelSpace:
     _rows_fns: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, model: pm.Model, runtime) -> ModelSpace:
+    def of(cls, model: pm.Model, runtime: ModelRuntime) -> ModelSpace:
         """The space of ``model``, owned by ``runtime`` (its layout read from the model's
         initial point); :func:`~pymc_evidence.base.runtime.model_space` calls this once."""
         space = cls(model=model, names=(), shapes=(), sizes=(), runtime=runtime)

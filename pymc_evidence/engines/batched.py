@@ -153,10 +153,9 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
     return flat, [log_f, log_q, *grads]
 
 
-def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, key: tuple):
+def _compile(model, base, space: ModelSpace, shared: dict, vectorize: bool, backend="auto"):
     flat, outputs = _single_point_graphs(model, base, space, shared)
     what = "every particle method"
-    vectorize, backend = key
     return compile_rows(
         flat, outputs, vectorize=vectorize, what=what, backend=backend, ndim=space.ndim
     )
@@ -221,6 +220,6 @@ def batched_log_densities(
             fn = batched_logp(space, vectorize=vectorize, backend=backend)
             vectorized = fn.vectorized
         else:
-            vectorized, fn = _compile(model, base, space, base.make_shared(), key)
+            vectorized, fn = _compile(model, base, space, base.make_shared(), *key)
         per_base[key] = BatchedDensity(space=space, base=base, vectorized=vectorized, _fn=fn)
     return per_base[key]
