@@ -36,28 +36,26 @@ def model_of(name: str):
 
 def time_backend(space, backend: str, rows=(1, 8, 64, 256), seconds: float = 0.5) -> str:
     """One line: compile + first call, then milliseconds per call at each row count."""
-    from pymc_evidence.base._compile import use_backend
     from pymc_evidence.base.batched_logp import batched_logp
 
-    with use_backend(backend):
-        start = time.perf_counter()
-        density = batched_logp(space)
-        x = space.initial_x() + 0.01 * np.random.default_rng(0).normal(size=(max(rows), space.ndim))
-        density(x)
-        out = [f"{backend}: compile+first {time.perf_counter() - start:.1f} s"]
-        for n in rows:
+    start = time.perf_counter()
+    density = batched_logp(space, backend=backend)
+    x = space.initial_x() + 0.01 * np.random.default_rng(0).normal(size=(max(rows), space.ndim))
+    density(x)
+    out = [f"{backend}: compile+first {time.perf_counter() - start:.1f} s"]
+    for n in rows:
+        density(x[:n])
+        start, k = time.perf_counter(), 0
+        while time.perf_counter() - start < seconds:
             density(x[:n])
-            start, k = time.perf_counter(), 0
-            while time.perf_counter() - start < seconds:
-                density(x[:n])
-                k += 1
-            out.append(f"{n}: {(time.perf_counter() - start) / k * 1e3:.2f} ms")
+            k += 1
+        out.append(f"{n}: {(time.perf_counter() - start) / k * 1e3:.2f} ms")
     return "  ".join(out)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    from pymc_evidence.base.space import model_space
+    from pymc_evidence.base.runtime import model_space
 
     space = model_space(model_of(argv[0]))
     for backend in argv[1:] or ("jax", "default"):

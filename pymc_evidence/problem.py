@@ -21,7 +21,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .base import fit_base, model_space
+from .base import fit_base, runtime_of
 from .base.batched_logp import batched_logp
 from .base.space import ModelSpace
 from .base.widen import defend, defensive_widths
@@ -149,6 +149,7 @@ class EvidenceProblem:
         base="auto",
         base_kwargs: dict | None = None,
         reparam: str | None = "auto",
+        backend: str = "auto",
     ) -> EvidenceProblem:
         """Check ``model`` (once) and prepare its space; nothing is fitted or sampled yet.
 
@@ -156,7 +157,8 @@ class EvidenceProblem:
         (:mod:`~pymc_evidence.transforms.gaussian_latent`) and works on the non-centred form
         of the model when it has centred location-scale variables (``reparam=None`` keeps
         the model as written, its discrete variables summed out). A fitted ``base`` object
-        lives on the model as written, so it turns ``"auto"`` off.
+        lives on the model as written, so it turns ``"auto"`` off. ``backend`` becomes the
+        backend of the prepared models' runtimes (``ModelRuntime.backend``).
         """
         source = pm.modelcontext(model)
         if isinstance(base, str) and base not in BASE_CHOICES:
@@ -172,10 +174,11 @@ class EvidenceProblem:
             potentials = "likelihood"  # the sum is a potential; the source's were checked
         if auto:
             model = reparametrized(model)
+        runtime_of(source if summed is None else summed.model, backend=backend)
         return cls(
             model=model,
             source=source,
-            space=model_space(model),
+            space=runtime_of(model, backend=backend).space,
             seed=seed_sequence(random_seed),
             sampling=sampling or SamplingArgs(),
             potentials=potentials,

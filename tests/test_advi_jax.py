@@ -12,7 +12,6 @@ import pytest
 
 import pymc_evidence.base.advi as advi
 from pymc_evidence.base import model_space
-from pymc_evidence.base._compile import use_backend
 from pymc_evidence.base.batched_logp import batched_logp
 
 pytest.importorskip("jax")
@@ -37,8 +36,7 @@ def _walled():
 
 
 def _both(model, starts, fullrank, monkeypatch, **kwargs):
-    with use_backend("jax"):
-        density = batched_logp(model_space(model))
+    density = batched_logp(model_space(model), backend="jax")
     assert density.jax_rows is not None
     out = []
     for min_steps in (10**9, advi.FUSED_MIN_STEPS):  # numpy steps, then jitted blocks
@@ -73,8 +71,8 @@ def test_dropped_fits_match(monkeypatch):
 def test_short_fits_and_default_backend_stay_numpy():
     model = _model()
     run = advi._Run.start(np.zeros((2, 3)), False, 0.1, 0.05, 400, True)
-    with use_backend("jax"):
-        assert advi._jax_block(batched_logp(model_space(model)), run, 0.05) is None
+    on_jax = batched_logp(model_space(model), backend="jax")
+    assert advi._jax_block(on_jax, run, 0.05) is None
     run = advi._Run.start(np.zeros((2, 3)), False, 0.1, 0.05, 5000, True)
-    with use_backend("default"):
-        assert advi._jax_block(batched_logp(model_space(model)), run, 0.05) is None
+    default = batched_logp(model_space(model), backend="default")
+    assert advi._jax_block(default, run, 0.05) is None

@@ -8,8 +8,7 @@ from scipy.special import logsumexp
 
 import pymc_evidence as pme
 from pymc_evidence.base import GaussianBase
-from pymc_evidence.base._compile import use_backend
-from pymc_evidence.base.space import model_space
+from pymc_evidence.base.runtime import model_space
 from pymc_evidence.engines import (
     Counts,
     KernelSettings,
@@ -110,8 +109,8 @@ def test_vectorize_failure_warns_and_loops(halfnormal_model, monkeypatch):
     monkeypatch.setattr(_compile_module, "vectorize_graph", broken)
     base = GaussianBase(np.ones(3), np.eye(3), log_zeta=0.0, kind="moments")
     model = halfnormal_model.copy()  # nothing compiled for it yet
-    with pytest.warns(pme.ModelWarning, match="one point at a time"), use_backend("default"):
-        density = batched_log_densities(model, base)  # JAX batches without vectorize_graph
+    with pytest.warns(pme.ModelWarning, match="one point at a time"):  # JAX batches without
+        density = batched_log_densities(model, base, backend="default")  # vectorize_graph
     assert not density.vectorized
     log_f, _, grad_f, _ = density(np.zeros((2, 3)))
     assert log_f.shape == (2,) and grad_f.shape == (2, 3)

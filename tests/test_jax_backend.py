@@ -16,14 +16,12 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 import pymc_evidence as pme
-from pymc_evidence.base import model_space
+from pymc_evidence.base import model_space, runtime_of
 from pymc_evidence.base._compile import (
     BACKENDS,
     compile_rows,
-    current_backend,
     is_jax_rows,
     resolve_backend,
-    use_backend,
 )
 from pymc_evidence.base.batched_logp import batched_logp
 from pymc_evidence.base.jax_rows import JAX_MAX_ROWS, jax_started
@@ -143,13 +141,14 @@ def test_heavy_rows_compile_one_shape_and_fit_the_budget():
     assert rows_fn.fn._cache_size() == 1  # one compiled shape for 3, 40 and 70 rows
 
 
-def test_use_backend_sets_the_cached_function_and_keeps_runs_in_process():
-    space = model_space(beta_bernoulli(n=10, heads=3).model)
-    with use_backend("jax"):
-        assert current_backend() == "jax"
-        assert batched_logp(space) is batched_logp(space, backend="jax")
-        assert n_workers(4, 4, batched_logp(space)) == 1  # JAX's runs go in threads
-    assert current_backend() == "auto"
+def test_runtime_backend_sets_the_cached_function_and_keeps_runs_in_process():
+    model = beta_bernoulli(n=10, heads=3).model
+    space = model_space(model)
+    runtime = runtime_of(model, backend="jax")  # as sample_evidence(backend="jax") sets it
+    assert space.runtime is runtime and runtime.backend == "jax"
+    assert batched_logp(space) is batched_logp(space, backend="jax")
+    assert n_workers(4, 4, batched_logp(space)) == 1  # JAX's runs go in threads
+    assert runtime_of(model, backend="auto").backend == "auto"
     assert batched_logp(space).backend == "jax"
     assert batched_logp(space, backend="default").backend == "default"
     batched_logp(space)(np.zeros((2, space.ndim)))  # jax has run in this process now

@@ -280,17 +280,6 @@ def test_no_private_names_imported_across_modules(path):
     assert not _private_imports("from pytensor.graph.replace import _vectorize_node\n")
 
 
-#: The only module-level weak stores, each keyed by a model: its space (which owns every
-#: function compiled for the model, :meth:`~pymc_evidence.base.space.ModelSpace.compiled`),
-#: and the model transforms' memos (a transformed model, or what a transform did).
-MODULE_STORES = {
-    "base/space.py",
-    "transforms/prepared.py",
-    "transforms/reparam.py",
-    "transforms/tempering.py",
-}
-
-
 def _module_stores(source: str) -> list[str]:
     """Names bound at module level to a ``WeakKeyDictionary`` or a ``ContextVar``."""
     found = []
@@ -305,11 +294,22 @@ def _module_stores(source: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", MODULES, ids=IDS)
-def test_compiled_functions_live_on_the_models_space(path):
+def test_compiled_functions_live_on_the_models_runtime(path):
+    """No module keeps a store of its own (compiled functions, prepared models, settings):
+    they live on the model's runtime (:mod:`pymc_evidence.base.runtime`)."""
     stores = _module_stores(path.read_text())
-    if _rel(path) in MODULE_STORES or _rel(path) == "base/_compile.py":
-        return  # base/_compile.py: the backend of use_backend(), a setting, not a cache
-    assert not stores, f"{_rel(path)}: module-level stores {stores}; use ModelSpace.compiled"
+    assert not stores, f"{_rel(path)}: module-level stores {stores}; use ModelRuntime.compiled"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=IDS)
+def test_no_module_globals_are_rebound(path):
+    """No function rebinds a module global (a job or a setting carried between calls)."""
+    found = [
+        f"line {node.lineno}: global {', '.join(node.names)}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Global)
+    ]
+    assert not found, f"{_rel(path)}: {found}"
 
 
 def test_module_store_finder_sees_both_kinds():

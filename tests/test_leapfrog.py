@@ -12,7 +12,6 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_evidence.base import GaussianBase, MixtureBase
-from pymc_evidence.base._compile import use_backend
 from pymc_evidence.engines import batched_log_densities, hmc_step, init_state
 from pymc_evidence.engines.leapfrog import (
     FUSED_MIN_ROWS,
@@ -77,8 +76,7 @@ def _assert_same(fused, plain, n=None):
 @pytest.mark.parametrize("kind", ["full", "mean_field", "mixture"])
 def test_fused_matches_numpy(kind):
     base = _bases()[kind]
-    with use_backend("jax"):
-        density = batched_log_densities(_model(), base)
+    density = batched_log_densities(_model(), base, backend="jax")
     assert density.fused_trajectory(N) is not None
     rng = np.random.default_rng(1)
     x = base.sample(N, rng)
@@ -98,8 +96,7 @@ def test_fused_matches_numpy_with_a_dense_inverse_mass():
     """A :class:`DenseStep` (step sizes per particle, a Cholesky factor): the fused
     trajectory lands where the numpy loop does."""
     base = _bases()["full"]
-    with use_backend("jax"):
-        density = batched_log_densities(_model(), base)
+    density = batched_log_densities(_model(), base, backend="jax")
     rng = np.random.default_rng(5)
     x = base.sample(N, rng)
     p, beta = rng.standard_normal(x.shape), rng.uniform(size=N)
@@ -120,8 +117,7 @@ def test_fused_matches_numpy_with_a_dense_inverse_mass():
 def test_hmc_step_fused_and_counted():
     """A fused HMC step: the same step as the numpy path, and the same counts returned."""
     base = _bases()["full"]
-    with use_backend("jax"):
-        density = batched_log_densities(_model(), base)
+    density = batched_log_densities(_model(), base, backend="jax")
     state = init_state(base.sample(N, np.random.default_rng(2)), density)
     fused, info = hmc_step(state, 0.7, density, 0.3, 5, np.random.default_rng(4))
     plain, plain_info = hmc_step(
@@ -136,11 +132,9 @@ def test_hmc_step_fused_and_counted():
 def test_not_fused_where_it_cannot_be():
     """Too few particles, PyTensor's default linker, or a base with no jax form: None."""
     base = _bases()["full"]
-    with use_backend("jax"):
-        density = batched_log_densities(_model(), base)
+    density = batched_log_densities(_model(), base, backend="jax")
     assert density.fused_trajectory(FUSED_MIN_ROWS - 1) is None
-    with use_backend("default"):
-        assert batched_log_densities(_model(), base).fused_trajectory(N) is None
+    assert batched_log_densities(_model(), base, backend="default").fused_trajectory(N) is None
 
 
 def _assert_one_compilation(densities, x, n_leapfrog):
@@ -165,8 +159,9 @@ def test_mixture_padding_shares_compilation():
     three = bases["mixture"]
     six = MixtureBase.from_components([*three.components()] * 2, np.zeros(6), log_zeta=0.0)
     model = _model()
-    with use_backend("jax"):
-        densities = [batched_log_densities(model, b) for b in (three, six, bases["full"])]
+    densities = [
+        batched_log_densities(model, b, backend="jax") for b in (three, six, bases["full"])
+    ]
     _assert_one_compilation(densities, three.sample(N, np.random.default_rng(0)), 2)
 
 
@@ -179,8 +174,7 @@ def test_large_mixtures_share_compilation():
         pm.Normal("x", 0.0, 1.0, shape=d)
     parts = [GaussianBase(np.full(d, m), np.eye(d), 0.0, "moments") for m in (-1.0, 0.0, 1.0)]
     two, three = (MixtureBase.from_components(parts[:k], np.zeros(k), log_zeta=0.0) for k in (2, 3))
-    with use_backend("jax"):
-        densities = [batched_log_densities(model, b) for b in (two, three)]
+    densities = [batched_log_densities(model, b, backend="jax") for b in (two, three)]
     _assert_one_compilation(densities, three.sample(N, np.random.default_rng(1)), 3)
 
 
@@ -190,8 +184,7 @@ def test_subset_padded_to_its_set():
     beyond the set's; a subset a quarter of the set's size is not padded to it, and 65-127
     copies run at the pilot's 256 rows, not on a 128-row density of their own."""
     base = _bases()["full"]
-    with use_backend("jax"):
-        density = batched_log_densities(_model(), base)
+    density = batched_log_densities(_model(), base, backend="jax")
     rng = np.random.default_rng(2)
     x = base.sample(N, rng)
     p = rng.standard_normal(x.shape)

@@ -17,7 +17,7 @@ import xarray as xr
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import no_jit_mode, without_tracebacks
-from ..base.space import model_space
+from ..base.runtime import model_space
 from ..compat import get_group, group_names, set_group
 from ..results.model_data import dims_of
 

@@ -7,12 +7,7 @@ from dataclasses import replace
 import pymc as pm
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import (
-    exact_float_math,
-    resolve_backend,
-    use_backend,
-    without_tracebacks,
-)
+from ..base._compile import exact_float_math, resolve_backend, without_tracebacks
 from ..base.batched_logp import backend_used
 from ..compat import get_group, set_group
 from ..estimators.pooling import cross_check
@@ -246,12 +241,11 @@ def sample_evidence(
     if exact is not None:
         return bambi_posterior(exact, bmb_model)
     with (
-        use_backend(backend),
         threadpool_limits(limits=_ONE_BLAS_THREAD),
         exact_float_math(),
         without_tracebacks(),
     ):
-        problem = _problem(model, random_seed, sampling, shared, per_method)
+        problem = _problem(model, random_seed, sampling, shared, per_method, backend)
         for spec, options in zip(specs, per_method, strict=True):
             if spec.ready is not None:
                 spec.ready(problem, options)  # refusals before any method samples
@@ -303,8 +297,9 @@ def _split_options(specs, given: dict) -> tuple[ProblemOptions, list]:
     return ProblemOptions.from_keywords(given), per_method
 
 
-def _problem(model, random_seed, sampling, shared, per_method) -> EvidenceProblem:
-    """One problem for every method of the call (so they share the base and NUTS draws)."""
+def _problem(model, random_seed, sampling, shared, per_method, backend) -> EvidenceProblem:
+    """One problem for every method of the call (so they share the base and NUTS draws),
+    its models' runtimes on ``backend``."""
     reparam = shared.reparam
     if any(options.given_draws is not None for options in per_method):
         reparam = None  # the user's draws are of the model as written
@@ -316,6 +311,7 @@ def _problem(model, random_seed, sampling, shared, per_method) -> EvidenceProble
         base=shared.base,
         base_kwargs=shared.base_kwargs,
         reparam=reparam,
+        backend=backend,
     )
 
 

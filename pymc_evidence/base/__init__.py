@@ -9,7 +9,8 @@ from .fit import BASE_METHODS, COMBINE_METHODS, DEFAULT_RESTARTS, fit_base
 from .gaussian import BaseDensity, GaussianBase
 from .mixture import MixtureBase
 from .prior import PriorBase, prior_draws
-from .space import ModelSpace, model_space
+from .runtime import ModelRuntime, model_space, runtime_of
+from .space import ModelSpace
 
 __all__ = [
     "BASE_METHODS",
@@ -19,9 +20,11 @@ __all__ = [
     "BaseFitError",
     "GaussianBase",
     "MixtureBase",
+    "ModelRuntime",
     "ModelSpace",
     "PriorBase",
     "fit_base",
     "model_space",
     "prior_draws",
+    "runtime_of",
 ]

@@ -4,9 +4,9 @@ PyMC's compiler turns parameter checks (``0 <= p <= 1``) into ``-inf`` log densi
 exceptions, so a proposal that leaves a parameter's support is simply rejected.
 
 :func:`compile_rows` compiles a function of a matrix of rows (the particle methods' and
-ADVI's batched density). The backend is an argument or, when not given, the one
-:func:`use_backend` set for the current context (``pymc_evidence.sample_evidence(backend=...)``
-sets it for the whole call):
+ADVI's batched density). The backend is an argument: callers pass the backend of the model's
+runtime (:attr:`~pymc_evidence.base.runtime.ModelRuntime.backend`, which
+``pymc_evidence.sample_evidence(backend=...)`` sets for the models of the call):
 
 - ``"auto"`` (the default): JAX (:mod:`~pymc_evidence.base.jax_rows`), which compiles a new
   model's density in about a second, falling back to PyTensor's default linker when jax is
@@ -24,7 +24,6 @@ what runs in milliseconds.
 from __future__ import annotations
 
 import contextlib
-from contextvars import ContextVar
 
 import numpy as np
 import pytensor.tensor as pt
@@ -45,16 +44,13 @@ __all__ = [
     "GROUP_INDEX",
     "no_jit_mode",
     "rows_of",
-    "current_backend",
     "resolve_backend",
-    "use_backend",
     "is_jax_rows",
     "uses_jax",
 ]
 
 #: The backends of the batched density (see the module's docstring).
 BACKENDS = ("auto", "default", "jax")
-_BACKEND: ContextVar[str] = ContextVar("pymc_evidence_backend", default="auto")
 
 
 def rows_of(flat):
@@ -123,40 +119,16 @@ def resolve_backend(backend=None, compile_kwargs: dict | None = None) -> str:
     return backend
 
 
-def current_backend() -> str:
-    """The backend :func:`use_backend` set for this context (``"auto"`` outside one)."""
-    return _BACKEND.get()
-
-
-def uses_jax(backend: str | None = None) -> bool:
-    """True when batched densities of ``backend`` (default: the context's) run on JAX
-    (a process that ran JAX must not be forked: the copy deadlocks).
+def uses_jax(backend: str) -> bool:
+    """True when batched densities of ``backend`` run on JAX (a process that ran JAX must
+    not be forked: the copy deadlocks).
 
     Examples
     --------
     >>> uses_jax("default")
     False
     """
-    backend = current_backend() if backend is None else backend
     return backend == "jax" or (backend == "auto" and jax_available())
-
-
-@contextlib.contextmanager
-def use_backend(backend):
-    """Compile batched densities with ``backend`` (see :func:`resolve_backend`) inside the
-    ``with`` block, unless a call names its own.
-
-    Examples
-    --------
-    >>> with use_backend("default"):
-    ...     current_backend()
-    'default'
-    """
-    token = _BACKEND.set(resolve_backend(backend))
-    try:
-        yield
-    finally:
-        _BACKEND.reset(token)
 
 
 @contextlib.contextmanager
@@ -269,7 +241,7 @@ def compile_rows(
     vectorize: bool = True,
     what: str,
     category=ModelWarning,
-    backend=None,
+    backend: str = "auto",
     ndim: int | None = None,
 ):
     """Compile ``outputs`` of the single-point input ``flat`` (of length ``ndim``) for a
@@ -279,14 +251,15 @@ def compile_rows(
     (when vectorizing fails, with a warning of ``category``, by default
     :class:`~pymc_evidence.ModelWarning`, saying ``what`` is now slower).
 
-    ``backend`` (default: :func:`current_backend`): on ``"auto"`` and ``"jax"`` ``fn`` is a
-    :class:`~pymc_evidence.base.jax_rows.JaxRows` (float64 numpy arrays out); a graph that
+    ``backend`` (the model runtime's, checked by :func:`resolve_backend`): on ``"auto"`` and
+    ``"jax"`` ``fn`` is a :class:`~pymc_evidence.base.jax_rows.JaxRows` (float64 numpy
+    arrays out); a graph that
     jax cannot run is a ``NotImplementedError`` naming the op on ``"jax"``, and compiled by
     PyTensor's default linker on ``"auto"``. ``vectorize=False`` on ``"auto"`` is the
     default linker's loop over rows (on ``"jax"`` rows are always batched by ``jax.vmap``).
     ``"auto"`` also takes the default linker for a graph that :func:`gathers_data`.
     """
-    backend = current_backend() if backend is None else resolve_backend(backend)
+    backend = resolve_backend(backend)
     if backend == "auto" and not jax_accelerator() and gathers_data(outputs):
         backend = "default"
     if backend == "auto" and old_jax_solves(outputs):

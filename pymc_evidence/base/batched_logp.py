@@ -23,13 +23,13 @@ import pytensor.tensor as pt
 from ._compile import (
     checks_to_ninf,
     compile_rows,
-    current_backend,
     float64_constants,
     is_jax_rows,
     resolve_backend,
 )
+from .runtime import runtime_of
 from .simplify import simplify_logp
-from .space import ModelSpace, model_space
+from .space import ModelSpace
 
 __all__ = ["BatchedLogp", "backend_used", "batched_logp"]
 
@@ -119,15 +119,16 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
         or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
         are evaluated in a Python loop by a single-point function.
     backend : {None, "auto", "default", "jax"}
-        None takes the one of the context (:func:`~pymc_evidence.base._compile.use_backend`,
-        ``"auto"`` outside one): JAX, or PyTensor's default linker where jax cannot run the
-        model. ``"jax"`` refuses such a model instead.
+        None takes the backend of the model's runtime
+        (:attr:`~pymc_evidence.base.runtime.ModelRuntime.backend`, ``"auto"`` unless a call
+        set another): JAX, or PyTensor's default linker where jax cannot run the model.
+        ``"jax"`` refuses such a model instead.
 
     Returns
     -------
     BatchedLogp
-        Compiled once per model, ``vectorize`` and backend, and cached while the model
-        lives.
+        Compiled once per model, ``vectorize`` and backend, and kept by the model's
+        runtime.
 
     Raises
     ------
@@ -146,8 +147,8 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
     >>> bool(np.allclose(logp, -1.0 - np.log(2 * np.pi))), bool(np.allclose(grad, -1.0))
     (True, True)
     """
-    backend = current_backend() if backend is None else resolve_backend(backend)
-    per_model = space.compiled("batched_logp")
+    backend = space.runtime.backend if backend is None else resolve_backend(backend)
+    per_model = space.runtime.compiled("batched_logp")
     key = (bool(vectorize), backend)
     if key not in per_model:
         vectorized, fn = _compile_batched(space, *key)
@@ -159,7 +160,7 @@ def batched_logp(space: ModelSpace, *, vectorize: bool = True, backend=None) -> 
 def backend_used(model, backend: str) -> str | None:
     """The backend (``"jax"`` or ``"default"``) of the vectorized batched density compiled
     for ``model`` under ``backend`` (from :func:`resolve_backend`), None if none was."""
-    fn = model_space(model).compiled("batched_logp").get((True, backend))
+    fn = runtime_of(model).compiled("batched_logp").get((True, backend))
     return None if fn is None else fn.backend
 
 

@@ -85,7 +85,7 @@ def _logp_dlogp(space: ModelSpace, model):
 def _component_density(space: ModelSpace, name: str, k: int):
     """``(logp_dlogp, onehot)`` of the copy with mixture ``name``'s weights one-hot (built
     once per model), or None where PyMC cannot copy or differentiate the graph."""
-    per_model = space.compiled("component_starts")  # name -> (logp_dlogp, one-hot) or None
+    per_model = space.runtime.compiled("component_starts")  # name -> (logp_dlogp, one-hot) or None
     if name not in per_model:
         try:
             copy, onehot = _one_component(space.model, name, k)

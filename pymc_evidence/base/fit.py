@@ -22,7 +22,7 @@ from .laplace_first import laplace_first as laplace_first_base
 from .mixture import MixtureBase
 from .modes import add_missed_modes, mixture_of
 from .prior import PriorBase, fit_starts, prior_draws
-from .space import model_space
+from .runtime import model_space
 from .widen import widen_light_base
 
 __all__ = [

@@ -28,7 +28,8 @@ from ..progress import progress_bar
 from ._compile import checks_to_ninf, compile_fn, compile_rows, float64_constants
 from .batched_logp import batched_logp
 from .gaussian import assign_shared, make_shared, shared_structure
-from .space import ModelSpace, model_space
+from .runtime import model_space
+from .space import ModelSpace
 
 _log = logging.getLogger("pymc_evidence")
 
@@ -42,7 +43,7 @@ _DRAW_LOCK = threading.Lock()
 
 
 def _cache(space: ModelSpace) -> dict:
-    return space.compiled("prior")
+    return space.runtime.compiled("prior")
 
 
 def _batch(outputs, replace_map):
@@ -164,7 +165,9 @@ def _prior_logp_fn(space: ModelSpace):
     model = space.model
     flat, graph = space.on_flat(model.logp(vars=model.free_RVs, jacobian=True))
     graph = pt.cast(checks_to_ninf(float64_constants(graph)), "float64")
-    vectorized, fn = compile_rows(flat, graph, what="the prior base", ndim=space.ndim)
+    vectorized, fn = compile_rows(
+        flat, graph, what="the prior base", backend=space.runtime.backend, ndim=space.ndim
+    )
     return fn, vectorized
 
 

@@ -8,8 +8,8 @@ model's joint density to the marginal likelihood.
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pymc as pm
@@ -21,9 +21,10 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ._compile import compile_fn, compile_rows, rows_of
 
-__all__ = ["ModelSpace", "model_space"]
+if TYPE_CHECKING:
+    from .runtime import ModelRuntime
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+__all__ = ["ModelSpace"]
 
 
 def _initvals_key(model) -> tuple:
@@ -43,10 +44,10 @@ def _initvals_key(model) -> tuple:
 class ModelSpace:
     """Raveled unconstrained coordinates of a PyMC model, with its compiled log density.
 
-    Use :func:`model_space` to get one: it is built once per model and cached, so the
-    log-density function is compiled once. The space owns every function compiled for its
-    model (:meth:`compiled`): an :class:`~pymc_evidence.problem.EvidenceProblem` holds the
-    space, and a second call on the same model finds them there.
+    Use :func:`~pymc_evidence.base.runtime.model_space` to get one: it is the space of the
+    model's :class:`~pymc_evidence.base.runtime.ModelRuntime`, built once per model, so the
+    functions compiled here (log density, initial point, constrain and unconstrain, the
+    posterior's tables) are compiled once.
 
     Attributes
     ----------
@@ -55,32 +56,31 @@ class ModelSpace:
         Value-variable names, in raveling order.
     shapes : tuple of tuple of int
     sizes : tuple of int
+    runtime : ModelRuntime
+        The model's runtime, which owns this space (its backend and compiled stores).
     """
 
     model: pm.Model
     names: tuple
     shapes: tuple
     sizes: tuple
+    runtime: ModelRuntime = field(repr=False)
     _logp_dlogp: object = field(default=None, repr=False)
     _unconstrain: object = field(default=None, repr=False)
     _constrain: object = field(default=None, repr=False)
     _initial_point: object = field(default=None, repr=False)
     _rows_fns: dict = field(default_factory=dict, repr=False)
-    _compiled: dict = field(default_factory=dict, repr=False)
 
-    def compiled(self, purpose: str, factory=dict):
-        """The store of this model's compiled functions for one ``purpose`` (made by
-        ``factory`` on first use): batched densities, prior draws, component starts.
-
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model() as model:
-        ...     mu = pm.Normal("mu")
-        >>> model_space(model).compiled("example") is model_space(model).compiled("example")
-        True
-        """
-        return self._compiled.setdefault(purpose, factory())
+    @classmethod
+    def of(cls, model: pm.Model, runtime: ModelRuntime) -> ModelSpace:
+        """The space of ``model``, owned by ``runtime`` (its layout read from the model's
+        initial point); :func:`~pymc_evidence.base.runtime.model_space` calls this once."""
+        space = cls(model=model, names=(), shapes=(), sizes=(), runtime=runtime)
+        point = space.initial_point()
+        space.names = tuple(v.name for v in model.value_vars)
+        space.shapes = tuple(tuple(np.shape(point[n])) for n in space.names)
+        space.sizes = tuple(int(np.prod(s, dtype=int)) for s in space.shapes)
+        return space
 
     @property
     def ndim(self) -> int:
@@ -198,7 +198,9 @@ class ModelSpace:
             else:
                 flat, graph = self.on_flat(list(graph_of()))
             what = "the posterior's tables"
-            vectorized, one = compile_rows(flat, graph, what=what, ndim=self.ndim + extra)
+            vectorized, one = compile_rows(
+                flat, graph, what=what, backend=self.runtime.backend, ndim=self.ndim + extra
+            )
             fn = self._rows_fns[key] = _as_rows(one, vectorized)
         return fn
 
@@ -298,29 +300,3 @@ def _as_rows(fn, vectorized: bool):
     if vectorized:
         return lambda xs: [np.asarray(o) for o in fn(np.asarray(xs, dtype=np.float64))]
     return lambda xs: [np.stack(v) for v in zip(*(fn(row) for row in xs), strict=True)]
-
-
-def model_space(model: pm.Model | None = None) -> ModelSpace:
-    """Return the (cached) :class:`ModelSpace` of ``model`` or of the model in context.
-
-    Examples
-    --------
-    >>> import pymc as pm
-    >>> with pm.Model() as model:
-    ...     s = pm.HalfNormal("s")
-    ...     mu = pm.Normal("mu", shape=2)
-    >>> space = model_space(model)
-    >>> space.names, space.ndim
-    (('s_log__', 'mu'), 3)
-    """
-    model = pm.modelcontext(model)
-    space = _CACHE.get(model)
-    if space is None:
-        space = ModelSpace(model=model, names=(), shapes=(), sizes=())
-        point = space.initial_point()
-        names = tuple(v.name for v in model.value_vars)
-        shapes = tuple(tuple(np.shape(point[n])) for n in names)
-        sizes = tuple(int(np.prod(s, dtype=int)) for s in shapes)
-        space = replace(space, names=names, shapes=shapes, sizes=sizes)
-        _CACHE[model] = space
-    return space

@@ -6,7 +6,7 @@ joint log density ``log f`` (Jacobians included, as in :func:`pymc.Model.logp`) 
 normalized base log density ``log q`` on one flat vector, differentiates them with
 :func:`pytensor.grad`, and vectorizes the four outputs over the rows of a matrix with
 :func:`pytensor.graph.replace.vectorize_graph`. The result is compiled once per
-``(model, base)`` pair and cached. ``log q`` comes from the base's own graph
+``(model, base)`` pair and kept by the model's runtime. ``log q`` comes from the base's own graph
 (:meth:`~pymc_evidence.base.BaseDensity.logp_graph`), so every kind of base works alike.
 
 A base with a closed-form ``logp_grad`` (Gaussian and mixture bases) needs no graph: then
@@ -30,10 +30,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..base._compile import checks_to_ninf, compile_rows, current_backend, is_jax_rows
+from ..base._compile import checks_to_ninf, compile_rows, is_jax_rows, resolve_backend
 from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
-from ..base.space import ModelSpace, model_space
+from ..base.runtime import runtime_of
+from ..base.space import ModelSpace
 from ..transforms.tempering import check_layout, raveled_value_vars, tempered_terms
 from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
@@ -152,10 +153,12 @@ def _single_point_graphs(model: pm.Model, base, space: ModelSpace, shared: dict)
     return flat, [log_f, log_q, *grads]
 
 
-def _compile(model: pm.Model, base, space: ModelSpace, shared: dict, vectorize: bool):
+def _compile(model, base, space: ModelSpace, shared: dict, vectorize: bool, backend="auto"):
     flat, outputs = _single_point_graphs(model, base, space, shared)
     what = "every particle method"
-    return compile_rows(flat, outputs, vectorize=vectorize, what=what, ndim=space.ndim)
+    return compile_rows(
+        flat, outputs, vectorize=vectorize, what=what, backend=backend, ndim=space.ndim
+    )
 
 
 def batched_log_densities(
@@ -163,8 +166,10 @@ def batched_log_densities(
     base: BaseDensity | None = None,
     *,
     vectorize: bool = True,
+    backend: str | None = None,
 ) -> BatchedDensity:
-    """Compile (once, cached) the batched ``log f``, ``log q`` and gradients of a model.
+    """Compile (once, kept by the model's runtime) the batched ``log f``, ``log q`` and
+    gradients of a model.
 
     Parameters
     ----------
@@ -177,6 +182,9 @@ def batched_log_densities(
         Vectorize over particles with :func:`~pytensor.graph.replace.vectorize_graph`. If
         False, or if vectorization fails (then with a :class:`~pymc_evidence.ModelWarning`), rows
         are evaluated in a Python loop by a single-point function.
+    backend : {None, "auto", "default", "jax"}
+        None takes the backend of the model's runtime
+        (:attr:`~pymc_evidence.base.runtime.ModelRuntime.backend`).
 
     Returns
     -------
@@ -200,16 +208,18 @@ def batched_log_densities(
     model = pm.modelcontext(model)
     if base is None:
         raise ValueError("a base density is required (see pymc_evidence.fit_base)")
-    space = model_space(model)
+    runtime = runtime_of(model)
+    space = runtime.space
     check_layout(base, space)
-    per_model = space.compiled("batched_density", weakref.WeakKeyDictionary)
-    key = (bool(vectorize), current_backend())  # the backend of use_backend()
+    per_model = runtime.compiled("batched_density", weakref.WeakKeyDictionary)
+    backend = runtime.backend if backend is None else resolve_backend(backend)
+    key = (bool(vectorize), backend)
     per_base = per_model.setdefault(base, {})
     if key not in per_base:
         if hasattr(base, "logp_grad"):  # Gaussian and mixture bases: one compile per model
-            fn = batched_logp(space, vectorize=vectorize)
+            fn = batched_logp(space, vectorize=vectorize, backend=backend)
             vectorized = fn.vectorized
         else:
-            vectorized, fn = _compile(model, base, space, base.make_shared(), vectorize)
+            vectorized, fn = _compile(model, base, space, base.make_shared(), *key)
         per_base[key] = BatchedDensity(space=space, base=base, vectorized=vectorized, _fn=fn)
     return per_base[key]

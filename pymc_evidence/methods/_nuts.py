@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
-from ..base.space import model_space
+from ..base.runtime import model_space
 from ..nuts import run_step
 
 __all__ = [

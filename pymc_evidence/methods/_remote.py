@@ -22,7 +22,7 @@ import cloudpickle
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import current_backend, exact_float_math, use_backend, without_tracebacks
+from ..base._compile import exact_float_math, without_tracebacks
 from ..base.jax_rows import jax_started
 from ..problem import EvidenceProblem
 from ._runs import collect
@@ -67,7 +67,6 @@ class RemoteJob:
     def __call__(self, seed) -> object:
         """Worker side: the run of ``seed``, as :func:`map_runs` would have made it here."""
         with (
-            use_backend(self.recipe.backend),
             threadpool_limits(limits=1),
             exact_float_math(),
             without_tracebacks(),
@@ -123,7 +122,7 @@ def remote_job(problem: EvidenceProblem, job) -> RemoteJob:
         reparam=problem.reparam,
         base_spec=cloudpickle.dumps(problem.base_spec),
         base=cloudpickle.dumps(problem.base),
-        backend=current_backend(),
+        backend=problem.space.runtime.backend,
     )
     return RemoteJob(recipe, job)
 
@@ -145,6 +144,7 @@ def _prepared(recipe: RunRecipe):
         potentials=recipe.potentials,
         base=cloudpickle.loads(recipe.base_spec),
         reparam=recipe.reparam,
+        backend=recipe.backend,
     )
     problem = problem.with_base(cloudpickle.loads(recipe.base))
     return problem, problem.density()

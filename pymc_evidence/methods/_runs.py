@@ -7,14 +7,22 @@ number. Workers are forked from this process, so they inherit the compiled batch
 back) and use one BLAS thread each. Where ``fork`` is not available (macOS and Windows
 start processes by spawning, which would recompile every function), runs stay in this
 process. This is what ``pm.sample_smc`` does with its chains, without the recompilation.
+
+The workers are ``multiprocessing.Process`` objects of the ``fork`` context whose target is
+the call's own closure: under ``fork`` a process's target is inherited, not pickled, so no
+module state carries the job to them. They take ``(index, seed)`` tasks from one queue and
+put each run's pickled result on another.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import queue
+import traceback
 import warnings
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
@@ -22,9 +30,8 @@ from ..base.jax_rows import jax_started
 
 __all__ = ["collect", "map_runs", "n_threads", "n_workers"]
 
-#: The job the forked workers run (``run_one``: a closure, which cannot be pickled; forked
-#: workers inherit it), set just before they start.
-_JOB = None
+#: Seconds between checks that the workers still live while waiting for their results.
+POLL_SECONDS = 0.2
 
 
 def n_workers(cores: int | None, n_runs: int, density=None) -> int:
@@ -88,10 +95,75 @@ def collect(futures: dict, on_done=None) -> list:
     return results
 
 
-def _call(index: int, seed):
-    """Worker side: one run (what it met is in its result, sent back as a value)."""
+def _worker(run_one, tasks, results) -> None:
+    """Worker side: the runs of the tasks ``(index, seed)`` until a None, each result (or
+    the error it raised, with its traceback) put on ``results`` pickled."""
     with threadpool_limits(limits=1):
-        return _JOB(index, seed, None)
+        while (task := tasks.get()) is not None:
+            index, seed = task
+            try:
+                payload = pickle.dumps((index, True, run_one(index, seed, None)))
+            except BaseException as err:  # sent back, raised by the caller
+                text = traceback.format_exc()
+                try:
+                    payload = pickle.dumps((index, False, (err, text)))
+                except Exception:  # an error that cannot be pickled: its text
+                    payload = pickle.dumps((index, False, (RuntimeError(repr(err)), text)))
+            results.put(payload)
+
+
+def _in_processes(run_one, seeds, workers: int, on_done) -> list:
+    """The runs in ``workers`` forked processes whose target inherits ``run_one``."""
+    context = multiprocessing.get_context("fork")
+    tasks, results = context.Queue(), context.Queue()
+    for task in [*enumerate(seeds), *[None] * workers]:
+        tasks.put(task)
+    procs = [
+        context.Process(target=_worker, args=(run_one, tasks, results), daemon=True)
+        for _ in range(workers)
+    ]
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            for proc in procs:
+                proc.start()
+        return _gather(results, procs, len(seeds), on_done)
+    finally:
+        for proc in procs:
+            if proc.is_alive():  # only after an error: the others' runs are not wanted
+                proc.terminate()
+            proc.join()
+
+
+def _gather(results, procs, n: int, on_done) -> list:
+    """The ``n`` results from the workers ``procs``, in index order; ``on_done(index)`` as
+    each comes back. A run's error is raised here."""
+    out = [None] * n
+    for _ in range(n):
+        index, ok, value = _next_result(results, procs)
+        if not ok:
+            err, text = value
+            raise err from RuntimeError(f"in the worker process:\n{text}")
+        out[index] = value
+        if on_done:
+            on_done(index)
+    return out
+
+
+def _next_result(results, procs) -> tuple:
+    """The next ``(index, ok, value)`` a worker sent; a RuntimeError once none can come (a
+    worker died, or all have exited)."""
+    while True:
+        try:
+            return pickle.loads(results.get(timeout=POLL_SECONDS))
+        except queue.Empty:
+            codes = [proc.exitcode for proc in procs]
+            if any(codes) or None not in codes:
+                break
+    try:  # what a worker put before it exited is in the pipe
+        return pickle.loads(results.get(timeout=1.0))
+    except queue.Empty:
+        raise RuntimeError(f"a run's worker process died (exit codes {codes})") from None
 
 
 def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=None) -> list:
@@ -118,7 +190,6 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
     list
         The results in the order of ``seeds``.
     """
-    global _JOB
     seeds = list(seeds)
     workers = n_workers(cores, len(seeds), density)
     threads = n_threads(cores, len(seeds), density) if workers == 1 else 1
@@ -131,14 +202,4 @@ def map_runs(run_one, seeds, density, *, cores=None, callback_for=None, on_done=
             if on_done:
                 on_done(i)
         return out
-    _JOB = run_one
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {pool.submit(_call, i, seed): i for i, seed in enumerate(seeds)}
-                results = collect(futures, on_done)
-    finally:
-        _JOB = None
-    return results
+    return _in_processes(run_one, seeds, workers, on_done)

@@ -13,7 +13,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import compile_fn
-from ..base.space import model_space
+from ..base.runtime import model_space
 from ..hygiene import ModelHygieneError
 
 __all__ = [

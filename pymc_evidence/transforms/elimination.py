@@ -27,7 +27,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
-from ..base.space import model_space
+from ..base.runtime import model_space
 from .discrete_values import (
     MAX_JOINT_VALUES,
     dependent_terms,

@@ -31,7 +31,7 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
 from ..base._compile import compile_fn
-from ..base.space import model_space
+from ..base.runtime import model_space
 from ..hygiene import is_discrete
 from .discrete_values import (
     MAX_JOINT_VALUES,

@@ -24,8 +24,6 @@ A variable is rewritten only when it is safe to do so:
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -43,6 +41,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
 from ..base.model_copy import model_fgraph, with_initvals
+from ..base.runtime import runtime_of
 from ..estimators.diagnostics import ModelWarning, warn_user
 from .group_rows import data_rich
 
@@ -86,8 +85,6 @@ _PASS_THROUGH = {
     "ViewOp",
 }
 _NAME_IN_OP = "name" in getattr(ModelVar, "__props__", ())  # PyMC >= 6: name/dims on the Op
-
-_INFO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # --- PyMC 5 / 6 differences in the fgraph representation --------------------------------
@@ -365,7 +362,8 @@ def reparametrize(model: pm.Model | None = None) -> pm.Model:
     new = with_initvals(model_from_fgraph(fgraph, mutate_fgraph=True), initvals)
     if hasattr(model, "check_bounds"):
         new.check_bounds = model.check_bounds
-    _INFO[new] = {"rewritten": rewritten, "distributions": dists, "dims": dims, "skipped": skipped}
+    info = {"rewritten": rewritten, "distributions": dists, "dims": dims, "skipped": skipped}
+    runtime_of(new).origin = info  # read back by reparam_info
     return new
 
 
@@ -393,5 +391,6 @@ def reparam_info(model: pm.Model) -> dict:
     >>> reparam_info(new)["distributions"]
     {'theta': 'normal'}
     """
-    info = _INFO.get(model)
-    return {k: dict(v) for k, v in info.items()} if info else {}
+    origin = runtime_of(model).origin if isinstance(model, pm.Model) else None
+    info = origin if isinstance(origin, dict) else {}
+    return {k: dict(v) for k, v in info.items()}

@@ -17,7 +17,6 @@ them without rebuilding or recompiling the model (see :func:`set_base`).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import pymc as pm
@@ -26,7 +25,7 @@ from pytensor.graph.replace import graph_replace
 
 from ..base.gaussian import BaseDensity, graph_form
 from ..base.model_copy import copy_model
-from ..base.space import model_space
+from ..base.runtime import model_space, runtime_of
 from ..hygiene import check_model
 from .tempered_draws import warn_tempered_draws
 
@@ -36,8 +35,6 @@ U_NAME = "ct_u"
 BETA_NAME = "ct_beta"
 DELTA_NAME = "ct_delta"
 LOG_ZETA_NAME = "ct_log_zeta"
-
-_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -198,16 +195,18 @@ def continuous_tempering(
         pm.Potential("ct_tempering", tempering)
         pm.Deterministic(DELTA_NAME, log_zeta_t + log_q - log_f)
         pm.Deterministic(LOG_ZETA_NAME, log_zeta_t)
-    _SPECS[ext] = CTSpec(source=model, base=base, shared=shared, names=space.names)
+    spec = CTSpec(source=model, base=base, shared=shared, names=space.names)
+    runtime_of(ext).origin = spec  # read back by ct_spec
     return ext
 
 
 def ct_spec(ext: pm.Model) -> CTSpec:
-    """The :class:`CTSpec` of a model built by :func:`continuous_tempering`."""
-    try:
-        return _SPECS[ext]
-    except (KeyError, TypeError):
-        raise ValueError("this model was not built by pymc_evidence.continuous_tempering") from None
+    """The :class:`CTSpec` of a model built by :func:`continuous_tempering` (kept as the
+    :attr:`~pymc_evidence.base.runtime.ModelRuntime.origin` of its runtime)."""
+    spec = runtime_of(ext).origin if isinstance(ext, pm.Model) else None
+    if not isinstance(spec, CTSpec):
+        raise ValueError("this model was not built by pymc_evidence.continuous_tempering")
+    return spec
 
 
 def set_base(ext: pm.Model, base: BaseDensity) -> None:
