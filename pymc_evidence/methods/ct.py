@@ -244,6 +244,7 @@ def _spec(name, description, sampler_class, nuts):
         options=CTOptions,
         nuts=nuts,
         ready=refuse_many_modes,
+        tempering=True,
     )
 
 

@@ -119,4 +119,5 @@ SPEC = MethodSpec(
     options=STOptions,
     nuts="step",
     ready=refuse_many_modes,
+    tempering=True,
 )
