@@ -2,9 +2,9 @@
 
 :class:`EvidenceProblem` turns a PyMC model into the problem every method solves: the model
 (checked once), its raveled unconstrained space, the record of the base fit (fitted once,
-when the problem is built, for methods that use one), the compiled batched density, the internal NUTS run
-that reverse-direction methods start from, and one :class:`numpy.random.SeedSequence` from
-which every random stream of the call is derived.
+when the problem is built, for methods that use one), the compiled batched density, the
+internal NUTS run that reverse-direction methods start from, and one
+:class:`numpy.random.SeedSequence` from which every random stream of the call is derived.
 
 Seeds. ``random_seed`` becomes one ``SeedSequence``; each named stream (:data:`STREAMS`) is
 its child with a fixed spawn key, so a stream does not depend on which other streams a
@@ -341,9 +341,7 @@ class EvidenceProblem:
             if not group_names_safe(posterior) or "posterior" not in group_names(posterior):
                 raise ValueError("posterior= must be sampling results with a 'posterior' group")
             return posterior
-        return self.references.get(
-            self.model, self.sampling, self.int_seed("nuts"), target_accept
-        )
+        return self.references.get(self.model, self.sampling, self.int_seed("nuts"), target_accept)
 
     def unconstrained(self, posterior) -> np.ndarray:
         """Raveled unconstrained draws ``(chain, draw, d)`` of a ``posterior`` group."""
