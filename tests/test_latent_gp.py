@@ -19,8 +19,8 @@ from scipy import integrate, stats
 
 import pymc_evidence as pme
 from pymc_evidence.base.advi_fits import ELBO_SE_MAX
-from pymc_evidence.base.pipeline import BaseFit, better_fit
 from pymc_evidence.base.gaussian import GaussianBase
+from pymc_evidence.base.pipeline import BaseFit, better_fit
 from pymc_evidence.problem import EvidenceProblem
 
 NOISE = 0.3

@@ -15,9 +15,9 @@ from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.base import BasePlan, GaussianBase, MixtureBase, fit_base, model_space
-from pymc_evidence.base.pipeline import fit_plan
 from pymc_evidence.base.laplace import find_modes
 from pymc_evidence.base.modes import COVERAGE_GAP, add_missed_modes, coverage_gap, weights_se
+from pymc_evidence.base.pipeline import fit_plan
 from pymc_evidence.testing import phase_transition_centred, unequal_modes
 
 
