@@ -240,9 +240,8 @@ def add_missed_modes(
     Returns
     -------
     GaussianBase or MixtureBase
-        ``base`` itself when it covers every mode found; otherwise a ``MixtureBase`` whose
-        ``info`` records ``n_added_modes``, ``added_mode_log_mass`` and
-        ``added_mode_gap``.
+        ``base`` itself when it covers every mode found; otherwise a ``MixtureBase`` of
+        it and the modes added (:func:`with_missed_modes` also returns those).
 
     Examples
     --------
@@ -255,14 +254,14 @@ def add_missed_modes(
     ...     _ = pm.Mixture("y", w=w, comp_dists=comps, observed=0.0)
     >>> bump = GaussianBase(np.array([0.0]), np.array([[1.0]]), np.log(0.1), "moments")
     >>> base = add_missed_modes(bump, model_space(model), np.random.default_rng(0))
-    >>> base.info["n_added_modes"], round(float(base.log_zeta), 2)
-    (1, 0.0)
+    >>> len(base.components()), round(float(base.log_zeta), 2)
+    (2, 0.0)
     """
     density = batched_logp(space)
     modes = search_missed(base, space, rng, starts=starts, found=found, progressbar=progressbar)
     if laplace:
         base = laplace_if_better(base, modes, density, n_eval, rng)
-    return with_missed_modes(base, modes, space, rng, n_eval=n_eval)
+    return with_missed_modes(base, modes, space, rng, n_eval=n_eval)[0]
 
 
 def search_missed(base, space: ModelSpace, rng, *, starts=None, found=None, progressbar=False):
@@ -276,31 +275,27 @@ def search_missed(base, space: ModelSpace, rng, *, starts=None, found=None, prog
 
 
 def with_missed_modes(base, modes, space: ModelSpace, rng, *, n_eval: int = 1000):
-    """``base``, or the mixture of it and those of ``modes`` it misses that are worth adding
-    (the last step of :func:`add_missed_modes`)."""
+    """``(base, added)``: ``base``, or the mixture of it and those of ``modes`` it misses
+    that are worth adding (the last step of :func:`add_missed_modes`), and the modes added
+    (each with its importance-sampling mass as ``log_zeta``; ``()`` where none)."""
     missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]
     if not missed:
-        return base
+        return base, ()
     density = batched_logp(space)
     kept = _credible(missed, base, density, n_eval, rng)
     if not kept:
-        return base
+        return base, ()
     components, log_masses = _components(base)
-    info = {
-        **base.info,
-        "n_added_modes": len(kept),
-        "added_mode_log_mass": [float(m.log_zeta) for m in kept],
-        "added_mode_gap": [coverage_gap(m, base) for m in kept],
-    }
-    return mixture_of(
+    mixture = mixture_of(
         components + kept,
         np.concatenate([log_masses, [m.log_zeta for m in kept]]),
         space,
         density,
         n_eval,
         rng,
-        info,
+        dict(base.info),
     )
+    return mixture, tuple(kept)
 
 
 def credible_modes(modes, log_z: float, space: ModelSpace, rng, *, n_eval: int = 1000):

@@ -67,6 +67,9 @@ class BaseFit:
     merged : bool
         Whether :attr:`fit` is one Gaussian moment-matched to distinct fits (before any
         mode was added).
+    added_modes : tuple of Mode
+        The modes the fit missed, added to it as Laplace components (each with its
+        importance-sampling mass as ``log_zeta``).
     other : BaseDensity, optional
         The full-rank (or mean-field) alternative that was fitted and not kept.
     search : dict
@@ -87,6 +90,7 @@ class BaseFit:
     widened: float = 1.0
     defended: bool = False
     merged: bool = False
+    added_modes: tuple = ()
     other: object | None = None
     search: dict | None = None
 
@@ -154,14 +158,15 @@ def _finish(space, plan, fits, found, rng, *, laplace, bar) -> BaseFit:
         if laplace:
             base = laplace_if_better(base, modes, batched_logp(space), plan.n_eval, rng)
         merged = base.kind == "merged"
-        base = with_missed_modes(base, modes, space, rng, n_eval=plan.n_eval)
+        base, added = with_missed_modes(base, modes, space, rng, n_eval=plan.n_eval)
     else:
-        merged = base.kind == "merged"
-    search = None if found is None else found[1]
+        merged, added = base.kind == "merged", ()
+    record = BaseFit(base, base, merged=merged, added_modes=added,
+                     search=None if found is None else found[1])  # fmt: skip
     if not plan.widen:
-        return BaseFit(base, base, merged=merged, search=search)
+        return record
     wide, factor = widen_light_base(base, batched_logp(space), plan.n_eval, rng)
-    return BaseFit(wide, base, widened=factor, merged=merged, search=search)
+    return replace(record, base=wide, widened=factor)
 
 
 def better_fit(record: BaseFit, other: BaseFit) -> BaseFit:
