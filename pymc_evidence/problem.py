@@ -1,10 +1,10 @@
 """One evidence problem: everything a method needs, made once per call.
 
 :class:`EvidenceProblem` turns a PyMC model into the problem every method solves: the model
-(checked once), its raveled unconstrained space, the normalized base density (fitted once,
-lazily, only by methods that use one), the compiled batched density, the internal NUTS run
-that reverse-direction methods start from, and one :class:`numpy.random.SeedSequence` from
-which every random stream of the call is derived.
+(checked once), its raveled unconstrained space, the record of the base fit (fitted once,
+when the problem is built, for methods that use one), the compiled batched density, the
+internal NUTS run that reverse-direction methods start from, and one
+:class:`numpy.random.SeedSequence` from which every random stream of the call is derived.
 
 Seeds. ``random_seed`` becomes one ``SeedSequence``; each named stream (:data:`STREAMS`) is
 its child with a fixed spawn key, so a stream does not depend on which other streams a
@@ -14,20 +14,19 @@ process, whatever ran before.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .base import fit_base, runtime_of
+from .base import runtime_of
 from .base.batched_logp import batched_logp
+from .base.pipeline import BaseFit, fit_record
+from .base.plan import BASE_CHOICES, FULLRANK_MAX_DIM, ModelShape, plan_for, warn_fitted_funnel
 from .base.space import ModelSpace
-from .base.widen import defend, defensive_widths
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
-from .estimators.diagnostics import BaseFitWarning, warn_user
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
 from .results.model_data import dims_of
@@ -45,14 +44,8 @@ STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "m
            "defensive")  # fmt: skip
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
-#: What ``base=`` may name; ``"auto"``: full-rank ADVI up to :data:`FULLRANK_MAX_DIM`
-#: dimensions, mean-field or the Laplace Gaussian above (``docs/methods``).
-BASE_CHOICES = ("auto", "advi", "fullrank_advi", "prior")
-FULLRANK_MAX_DIM = 30
-#: Up to here ``"auto"`` also fits full-rank ADVI above :data:`FULLRANK_MAX_DIM` and keeps
-#: the better base.
-FULLRANK_TRY_MAX_DIM = 100
-_log = logging.getLogger("pymc_evidence")
+#: What a problem fits when it is built (:meth:`EvidenceProblem.build`'s ``fit``).
+FITS = (None, "base", "tempering")
 #: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums):
 #: group effects, and Gaussian latents.
 _GROUPS = (GroupEffectsOut, GroupPairOut)
@@ -79,13 +72,47 @@ def seed_sequence(random_seed) -> np.random.SeedSequence:
     return np.random.SeedSequence(random_seed)
 
 
+class ReferenceRuns:
+    """The internal NUTS runs of one call whose draws start reverse-direction methods, one
+    per target acceptance, made when a method first asks (seeded by stream ``"nuts"``).
+
+    One explicit object, made by :meth:`EvidenceProblem.build` and shared by every
+    :meth:`~EvidenceProblem.for_method` view, so that a cross-check of ``bar`` and ``rais``
+    samples once; whether a method needs a run is known only inside it (the user's
+    ``posterior=`` draws, ``lis``'s direction), so the runs are not made eagerly.
+
+    Examples
+    --------
+    >>> ReferenceRuns().samplers
+    ()
+    """
+
+    def __init__(self):
+        self._runs: dict[float, object] = {}
+        self._sampler: str | None = None
+
+    def get(self, model, sampling: SamplingArgs, seed: int, target_accept: float):
+        """The run at ``target_accept`` (made now where it is the first ask)."""
+        if target_accept not in self._runs:
+            nuts = {"random_seed": seed, "target_accept": target_accept}
+            self._runs[target_accept] = run_nuts(model, sampling, **nuts)
+            self._sampler = sampling.sampler
+        return self._runs[target_accept]
+
+    @property
+    def samplers(self) -> tuple[str, ...]:
+        """The NUTS backend of the runs made so far (none: ``()``)."""
+        return () if self._sampler is None else (self._sampler,)
+
+
 @dataclass(eq=False, frozen=True)
 class EvidenceProblem:
     """A model prepared for evidence estimation; build with :meth:`build`.
 
-    Immutable: what is made on first use (the base, the tempering base, the reference NUTS
-    runs) is memoised in one store that every :meth:`for_method` view shares, so a
-    cross-check fits each once.
+    Immutable: the model, its space, the seeds, the call's options and the record of the
+    base fit (:class:`~pymc_evidence.base.pipeline.BaseFit`, fitted once when the problem
+    is built for methods that start from a base). The reference NUTS runs live in one
+    :class:`ReferenceRuns` that every :meth:`for_method` view shares.
 
     Attributes
     ----------
@@ -105,9 +132,11 @@ class EvidenceProblem:
     base_spec : str or base
         ``"auto"``, ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
     base_kwargs : dict
-        Passed to :func:`pymc_evidence.fit_base`.
+        The call's ``base_kwargs`` (:func:`~pymc_evidence.base.plan.plan_for`).
     reparam : {"auto", None}
         The :meth:`build` argument (for a worker that prepares the model again).
+    fitted : BaseFit or None
+        The record of the base fit (None: built without a base).
 
     Examples
     --------
@@ -115,7 +144,7 @@ class EvidenceProblem:
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
     ...     _ = pm.Normal("y", mu, 1, observed=[0.3])
-    >>> problem = EvidenceProblem.build(model, random_seed=1, base="prior")
+    >>> problem = EvidenceProblem.build(model, random_seed=1, base="prior", fit="base")
     >>> problem.space.ndim, problem.base.kind
     (1, 'prior')
     """
@@ -129,8 +158,8 @@ class EvidenceProblem:
     base_spec: object = "auto"
     base_kwargs: dict = field(default_factory=dict)
     reparam: str | None = "auto"
-    #: The base, the tempering base and the reference NUTS runs, made on first use.
-    _made: dict = field(default_factory=dict, repr=False)
+    fitted: BaseFit | None = None
+    references: ReferenceRuns = field(default_factory=ReferenceRuns, repr=False)
     #: Which method of a cross-check this view is for: each gets its own ``"method"``
     #: stream (see :meth:`for_method`).
     method_slot: int = 0
@@ -150,21 +179,26 @@ class EvidenceProblem:
         base_kwargs: dict | None = None,
         reparam: str | None = "auto",
         backend: str = "auto",
+        fit: str | None = None,
     ) -> EvidenceProblem:
-        """Check ``model`` (once) and prepare its space; nothing is fitted or sampled yet.
+        """Check ``model`` (once), prepare its space and fit what ``fit`` asks for.
 
         ``reparam="auto"`` integrates Gaussian latents of a Gaussian likelihood out
         (:mod:`~pymc_evidence.transforms.gaussian_latent`) and works on the non-centred form
         of the model when it has centred location-scale variables (``reparam=None`` keeps
         the model as written, its discrete variables summed out). A fitted ``base`` object
         lives on the model as written, so it turns ``"auto"`` off. ``backend`` becomes the
-        backend of the prepared models' runtimes (``ModelRuntime.backend``).
+        backend of the prepared models' runtimes (``ModelRuntime.backend``). ``fit``: None
+        fits nothing, ``"base"`` the base, ``"tempering"`` also the tempering methods' base
+        (what a method needs: its spec's ``uses_base`` and ``tempering``).
         """
         source = pm.modelcontext(model)
         if isinstance(base, str) and base not in BASE_CHOICES:
             raise ValueError(f"base must be one of {BASE_CHOICES} or a fitted base, got {base!r}")
         if reparam not in ("auto", None):
             raise ValueError(f"reparam must be 'auto' or None, got {reparam!r}")
+        if fit not in FITS:
+            raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
         auto = reparam == "auto" and (base is None or isinstance(base, str))
         summed = summed_out(source, integrate=auto)
         discrete = summed is not None and not isinstance(summed, _INTEGRATED)
@@ -175,7 +209,7 @@ class EvidenceProblem:
         if auto:
             model = reparametrized(model)
         runtime_of(source if summed is None else summed.model, backend=backend)
-        return cls(
+        problem = cls(
             model=model,
             source=source,
             space=runtime_of(model, backend=backend).space,
@@ -187,6 +221,9 @@ class EvidenceProblem:
             base_kwargs=dict(base_kwargs or {}),
             reparam=reparam,
         )
+        if fit is None:
+            return problem
+        return problem.with_fitted(problem.fit_base(tempering=fit == "tempering"))
 
     @property
     def integrated(self) -> tuple[str, ...]:
@@ -211,8 +248,7 @@ class EvidenceProblem:
     @property
     def reference_samplers(self) -> tuple[str, ...]:
         """The NUTS backend of the reference runs made so far (none: ``()``)."""
-        made = any(isinstance(key, tuple) and key[0] == "reference" for key in self._made)
-        return (self.sampling.sampler,) if made else ()
+        return self.references.samplers
 
     # -- random streams -------------------------------------------------------------------
     def seed_of(self, stream: str) -> np.random.SeedSequence:
@@ -234,101 +270,53 @@ class EvidenceProblem:
 
     # -- base and densities ---------------------------------------------------------------
     @property
-    def base(self):
-        """The normalized base density, fitted on first use (seeded by stream ``"base"``)."""
-        if "base" not in self._made:
-            self._made["base"] = self._resolve_base()
-        return self._made["base"]
+    def shape(self) -> ModelShape:
+        """What the base policy reads of the model (:mod:`~pymc_evidence.base.plan`)."""
+        small = self.space.ndim <= FULLRANK_MAX_DIM
+        funnels = tuple(centred_scales(self.model)) if small else ()
+        return ModelShape(self.space.ndim, funnels, self.hyperparameters_only)
 
-    def with_base(self, base) -> EvidenceProblem:
-        """This problem with ``base``, fitted elsewhere on its model, as its base."""
-        return replace(self, _made={"base": base})
+    def fit_base(self, *, tempering: bool = False) -> BaseFit:
+        """The record of this problem's base: the call's base fitted by the pipeline
+        (:func:`~pymc_evidence.base.pipeline.fit_record`, streams ``"base"`` and
+        ``"defensive"``), or the fitted base it was given."""
+        if not isinstance(self.base_spec, str):
+            warn_fitted_funnel(self.shape, type(self.base_spec).__name__)
+            return BaseFit.given(self.base_spec)
+        progressbar = self.sampling.progressbar
+        plan = plan_for(self.base_spec, self.shape, self.base_kwargs, tempering=tempering,
+                        progressbar=progressbar)  # fmt: skip
+        seeds = self.seed_of("base"), self.seed_of("defensive")
+        return fit_record(self.space, plan, *seeds, progressbar=progressbar)
+
+    def with_fitted(self, fitted: BaseFit) -> EvidenceProblem:
+        """This problem with the record of a base fitted elsewhere on its model."""
+        return replace(self, fitted=fitted)
+
+    @property
+    def base(self):
+        """The normalized base density (see :attr:`fitted`)."""
+        return self._fitted().base
 
     @property
     def tempering_base(self):
-        """The base of ``ct``, ``gibbs_ct`` and ``st``: the fit itself where :attr:`base`
-        is its widened copy (:func:`~pymc_evidence.base.widen.widen_light_base`); ``ct``'s
-        rounds cannot refit a defended mixture (on the latent GP it was biased from it;
-        measured in :doc:`/hard_models`, "Bases narrower than the posterior: widened, with a
-        defensive component").
+        """The base of ``ct``, ``gibbs_ct`` and ``st``
+        (:attr:`~pymc_evidence.base.pipeline.BaseFit.tempering`): the fit itself where
+        :attr:`base` is its widened copy, and the fits as a mixture where the base merged
+        distinct fits into one Gaussian (``smc`` keeps the merged Gaussian: all its
+        particles move together, the modes in proportion)."""
+        tempering = self._fitted().tempering
+        if tempering is None:
+            raise ValueError("the problem was built without the tempering base (fit='base')")
+        return tempering
 
-        Where the fit merged distinct ADVI fits (separated modes) into one Gaussian, the
-        same fits (stream ``"base"`` again) combined as a mixture instead. A tempering chain
-        stuck in mode ``k`` near ``beta = 1`` estimates ``Z_k / Q_k`` (``Q_k`` the base's
-        mass there): one Gaussian over both modes of a 2-component ``NormalMixture`` biased
-        ``ct`` high and gave ``st`` errors beyond its se; the mixture of the fits, which
-        weighs each mode by its evidence, put both close, within their se (measured in
-        :doc:`/hard_models`, "The other methods on separated modes"). ``smc`` keeps the
-        merged Gaussian (all its particles move together, the modes in proportion)."""
-        if "tempering" not in self._made:
-            base = getattr(self.base, "info", {}).get("unwidened", self.base)
-            own = isinstance(self.base_spec, str) and "combine" not in self.base_kwargs
-            if own and "merged" in (base.kind, getattr(base, "info", {}).get("base_kind")):
-                mixture = self._resolve_base(combine="mixture")
-                base = getattr(mixture, "info", {}).get("unwidened", mixture)
-            self._made["tempering"] = base
-        return self._made["tempering"]
-
-    def _resolve_base(self, **more):
-        if not isinstance(self.base_spec, str):
-            self._warn_fitted_funnel(type(self.base_spec).__name__)
-            return self.base_spec
-        method, extra = self.base_spec, {}
-        if method == "auto":
-            method, extra = self._auto_base()
-        elif method != "prior":
-            self._warn_fitted_funnel(f"base={method!r}")
-        base = fit_base(
-            method,
-            **extra,
-            model=self.model,
-            random_seed=self.rng("base"),
-            potentials=self.potentials,
-            **{"progressbar": self.sampling.progressbar, **self.base_kwargs, **more},
-        )
-        if self.hyperparameters_only:  # see base.widen.defend
-            widths = defensive_widths(self.space)
-            base = defend(base, batched_logp(self.space), 1000, self.rng("defensive"), widths)
-        return base
-
-    def _auto_base(self) -> tuple[str, dict]:
-        """``base="auto"``: up to :data:`FULLRANK_MAX_DIM` dimensions, the prior (proper:
-        :func:`~pymc_evidence.check_model` saw to it) where the model keeps a funnel (a
-        centred scale, see :func:`~pymc_evidence.transforms.reparam.centred_scales`), else
-        full-rank ADVI; above, the best of mean-field ADVI, the Laplace Gaussian and (up to
-        :data:`FULLRANK_TRY_MAX_DIM`) full-rank ADVI. The mode search runs first: a one-mode
-        posterior that its Laplace Gaussian fits is not fitted (``laplace_first=True``).
-        Funnels are a small-model matter: few data per group reach into the neck, which no
-        fitted base covers; large centred models are usually data-rich."""
-        small = self.space.ndim <= FULLRANK_MAX_DIM
-        funnels = centred_scales(self.model) if small else ()
-        if funnels:
-            _log.log(
-                logging.INFO if self.sampling.progressbar else logging.DEBUG,
-                "base='auto': annealing from the prior (centred scales: %s)",
-                ", ".join(funnels),
+    def _fitted(self) -> BaseFit:
+        if self.fitted is None:
+            raise ValueError(
+                "the problem was built without a base: build it with fit='base' (or "
+                "'tempering'), or give it one with with_fitted"
             )
-            return "prior", {}
-        if small:
-            local = self.hyperparameters_only  # one bump: see laplace_first
-            return "fullrank_advi", {"laplace_first": "local" if local else True}
-        also = self.space.ndim <= FULLRANK_TRY_MAX_DIM
-        return "advi", {"laplace": True, "laplace_first": True, "also_fullrank": also}
-
-    def _warn_fitted_funnel(self, what: str) -> None:
-        """Warn when a small model keeps a funnel (a centred scale) and the base is a fit:
-        the tempered paths start in the funnel's mouth and their kernels do not reach the
-        neck (``docs/hard_models``), which no per-run diagnostic shows reliably."""
-        small = self.space.ndim <= FULLRANK_MAX_DIM
-        funnels = centred_scales(self.model) if small else ()
-        if funnels:
-            warn_user(
-                f"the model keeps centred scales ({', '.join(funnels)}) and the base is a fit "
-                f"({what}): tempering from it rarely reaches the funnel's neck, so the "
-                "estimate can be low by more than its se; keep reparam='auto' with a base "
-                "named by string, or use base='prior'",
-                BaseFitWarning,
-            )
+        return self.fitted
 
     def density(self) -> BatchedDensity:
         """The batched ``log f``, ``log q`` and gradients (compiled once per model and base)."""
@@ -351,16 +339,12 @@ class EvidenceProblem:
         """Posterior draws to start from: ``posterior`` when given (an InferenceData or
         DataTree with a ``posterior`` group), else one internal NUTS run with the call's
         sampling arguments, seeded by stream ``"nuts"`` (made once per problem and
-        ``target_accept``)."""
+        ``target_accept``, in :attr:`references`)."""
         if posterior is not None:
             if not group_names_safe(posterior) or "posterior" not in group_names(posterior):
                 raise ValueError("posterior= must be sampling results with a 'posterior' group")
             return posterior
-        key = ("reference", target_accept)
-        if key not in self._made:
-            nuts = {"random_seed": self.int_seed("nuts"), "target_accept": target_accept}
-            self._made[key] = run_nuts(self.model, self.sampling, **nuts)
-        return self._made[key]
+        return self.references.get(self.model, self.sampling, self.int_seed("nuts"), target_accept)
 
     def unconstrained(self, posterior) -> np.ndarray:
         """Raveled unconstrained draws ``(chain, draw, d)`` of a ``posterior`` group."""

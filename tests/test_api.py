@@ -108,7 +108,7 @@ def no_sampling(monkeypatch):
         raise AssertionError("sampling started despite invalid arguments")
 
     monkeypatch.setattr(pm, "sample", boom)
-    monkeypatch.setattr("pymc_evidence.problem.fit_base", boom)
+    monkeypatch.setattr("pymc_evidence.problem.fit_record", boom)
 
 
 def test_unknown_method_lists_the_methods(no_sampling):

@@ -15,7 +15,7 @@ from scipy import special, stats
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase, PriorBase
-from pymc_evidence.base import model_space, prior_draws
+from pymc_evidence.base import BasePlan, model_space, prior_draws
 from pymc_evidence.base.advi import (
     _draw_points,
     _elbo_gradients,
@@ -24,6 +24,7 @@ from pymc_evidence.base.advi import (
     run_advi,
 )
 from pymc_evidence.base.gaussian import moment_match
+from pymc_evidence.base.pipeline import fit_plan
 from pymc_evidence.base.widen import DEFENSIVE, DEFENSIVE_WIDTH, WIDEN, WIDEN_BELOW
 from pymc_evidence.problem import EvidenceProblem
 from pymc_evidence.testing import conjugate_regression, mixture_likelihood
@@ -68,8 +69,8 @@ def fullrank_base(regression):
 
 @pytest.fixture(scope="module")
 def meanfield_base(regression):
-    with regression[0].model:
-        return pme.fit_base("advi", n_steps=2000, random_seed=0, widen=False)
+    plan = BasePlan("advi", n_steps=2000, widen=False)
+    return fit_plan(model_space(regression[0].model), plan, np.random.default_rng(0)).base
 
 
 def test_reference_posterior_is_correlated(regression):
@@ -120,8 +121,11 @@ def test_a_fit_narrower_than_the_posterior_is_widened(regression, meanfield_base
     system = regression[0]
     with system.model:
         wide = pme.fit_base("advi", n_steps=2000, random_seed=0)
+    plan, rng = BasePlan("advi", n_steps=2000), np.random.default_rng(0)
+    record = fit_plan(model_space(system.model), plan, rng)
     assert meanfield_base.info["is_ess"] < WIDEN_BELOW * 1000
-    factor = wide.info["widened"]
+    factor = record.widened
+    assert record.base.log_zeta == wide.log_zeta and record.fit.log_zeta == meanfield_base.log_zeta
     assert factor in WIDEN and wide.kind == "advi"
     np.testing.assert_allclose(wide.weights, [1 - DEFENSIVE, DEFENSIVE])
     np.testing.assert_allclose(wide.chols[0], factor * meanfield_base.chol)
@@ -133,13 +137,14 @@ def test_nuts_tempering_methods_keep_the_fit(regression):
     """The particle methods start from the widened base; ``ct``, ``gibbs_ct`` and ``st``
     (and the NUTS chains' starting points) from the fit itself, a Gaussian ``ct`` can refit."""
     problem = EvidenceProblem.build(
-        regression[0].model, random_seed=0, base="advi", base_kwargs={"n_steps": 2000}
-    )
-    assert problem.base.info["widened"] in WIDEN
+        regression[0].model, random_seed=0, base="advi", base_kwargs={"n_steps": 2000},
+        fit="tempering",
+    )  # fmt: skip
+    record = problem.fitted
+    assert record.widened in WIDEN
     fit = problem.tempering_base
-    assert isinstance(fit, GaussianBase) and "widened" not in fit.info
-    assert fit is problem.base.info["unwidened"]
-    np.testing.assert_allclose(problem.base.chols[0], problem.base.info["widened"] * fit.chol)
+    assert isinstance(fit, GaussianBase) and fit is record.fit
+    np.testing.assert_allclose(problem.base.chols[0], record.widened * fit.chol)
 
 
 def test_no_widening_on_an_ess_of_noise(monkeypatch):
@@ -222,13 +227,14 @@ def test_single_fit_sees_one_mode_and_the_mode_search_the_other(mixture):
     """One ADVI fit sits in one mode; the ascents from prior draws find the other, which
     becomes a component of a mixture base whose evidence is then the whole ``Z``."""
     with mixture.model:
-        alone = pme.fit_base("advi", restarts=1, n_steps=1000, random_seed=0, modes=False)
         base = pme.fit_base("advi", restarts=1, n_steps=1000, random_seed=0)
+    plan = BasePlan("advi", restarts=1, n_steps=1000, modes=False)
+    alone = fit_plan(model_space(mixture.model), plan, np.random.default_rng(0)).base
     modes, _, _ = exact_mixture_posterior(mixture)
     assert alone.kind == "advi"
     assert min(np.max(np.abs(alone.mean - m)) for m in modes) < 0.3
     assert alone.log_zeta < mixture.log_z - 0.2
-    assert base.kind == "mixture" and base.info["n_added_modes"] == 1
+    assert base.kind == "mixture" and len(base.components()) == 2
     for m in modes:  # one component at each exact mode
         assert min(np.max(np.abs(mean - m)) for mean in base.means) < 0.3
     assert base.log_zeta == pytest.approx(mixture.log_z, abs=0.05)
@@ -603,7 +609,7 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
     import inspect
 
     from pymc_evidence.base import DEFAULT_RESTARTS
-    from pymc_evidence.base import fit as fit_module
+    from pymc_evidence.base import advi_fits as fit_module
 
     assert DEFAULT_RESTARTS == 8
     assert inspect.signature(pme.fit_base).parameters["restarts"].default == DEFAULT_RESTARTS

@@ -136,7 +136,7 @@ def test_separated_modes_get_a_mixture_of_the_fits_as_tempering_base(method):
     from pymc_evidence.problem import EvidenceProblem
 
     system = pme.testing.bimodal_1d()
-    problem = EvidenceProblem.build(system.model, random_seed=1)
+    problem = EvidenceProblem.build(system.model, random_seed=1, fit="tempering")
     assert problem.base.kind == "merged"  # smc keeps the merged Gaussian
     assert isinstance(problem.tempering_base, MixtureBase)
     assert problem.tempering_base is problem.tempering_base  # fitted once

@@ -93,7 +93,7 @@ def test_change_point_arm_starts_from_a_base_wide_enough():
     """The data barely show the switch: the posterior of the two log rates is a cross whose
     arms have a rate's exponential prior tail. The full-rank fit covers the middle (ESS 5 %
     of the draws), and ``arm`` from it was -0.115 +- 0.024 (4.8 se) at this seed; from the
-    widened base (``fit_base(widen=True)``) it is -0.030 +- 0.019."""
+    widened base (the default of ``fit_base``) it is -0.030 +- 0.019."""
     idata = pme.sample_evidence(change_point(), method="arm", random_seed=1, progressbar=False)
     assert_log_z(pme.log_evidence(idata), logsumexp(change_point_terms()), abs_tol=0.08)
 

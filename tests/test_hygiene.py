@@ -37,7 +37,7 @@ def no_sampling(monkeypatch):
         raise AssertionError("sample_evidence started fitting/sampling an invalid model")
 
     monkeypatch.setattr(pm, "sample", boom)
-    monkeypatch.setattr("pymc_evidence.problem.fit_base", boom)
+    monkeypatch.setattr("pymc_evidence.problem.fit_record", boom)
 
 
 def flat_model():

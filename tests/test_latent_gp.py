@@ -18,8 +18,9 @@ from _accuracy import assert_log_z
 from scipy import integrate, stats
 
 import pymc_evidence as pme
-from pymc_evidence.base.fit import ELBO_SE_MAX, better_base
+from pymc_evidence.base.advi_fits import ELBO_SE_MAX
 from pymc_evidence.base.gaussian import GaussianBase
+from pymc_evidence.base.pipeline import BaseFit, better_fit
 from pymc_evidence.problem import EvidenceProblem
 
 NOISE = 0.3
@@ -64,9 +65,10 @@ def test_auto_base_of_a_32d_latent_gp_is_the_full_rank_fit(gp30):
     model, truth = gp30
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        base = EvidenceProblem.build(model, random_seed=1, reparam=None).base
+        fitted = EvidenceProblem.build(model, random_seed=1, reparam=None, fit="base").fitted
         mean_field = pme.fit_base("advi", model=model, random_seed=1, progressbar=False)
-    assert base.kind == "fullrank_advi" and base.info["other_kind"] == "advi"
+    base = fitted.base
+    assert base.kind == "fullrank_advi" and fitted.other.kind == "advi"
     assert abs(base.log_zeta - truth) < 1.0
     assert mean_field.log_zeta < truth - 1.5
 
@@ -84,16 +86,21 @@ def test_smc_on_a_32d_latent_gp(gp30):
 
 
 def _base(elbo, log_zeta, elbo_se=0.5, kind="advi"):
-    return GaussianBase(
+    base = GaussianBase(
         np.zeros(2), np.eye(2), log_zeta=log_zeta, kind=kind, elbo=elbo, elbo_se=elbo_se
     )
+    return BaseFit.given(base)
+
+
+def better_base(fit, other):
+    return better_fit(fit, other).base
 
 
 def test_better_base_needs_both_bounds_and_a_trusted_elbo():
     fit = _base(-12.0, -10.0)
     closer = _base(-11.0, -9.5, kind="fullrank_advi")
     assert better_base(fit, closer).kind == "fullrank_advi"
-    assert better_base(fit, closer).info["other_log_zeta"] == -10.0
+    assert better_fit(fit, closer).other.log_zeta == -10.0
     assert better_base(closer, fit).kind == "fullrank_advi"
     assert better_base(fit, _base(-13.0, -9.5, kind="x")).kind == "advi"  # lower ELBO
     assert better_base(fit, _base(-11.0, -10.5, kind="x")).kind == "advi"  # lower log_zeta

@@ -14,9 +14,10 @@ import pytest
 from _accuracy import assert_log_z
 
 import pymc_evidence as pme
-from pymc_evidence.base import GaussianBase, MixtureBase, fit_base, model_space
+from pymc_evidence.base import BasePlan, GaussianBase, MixtureBase, fit_base, model_space
 from pymc_evidence.base.laplace import find_modes
 from pymc_evidence.base.modes import COVERAGE_GAP, add_missed_modes, coverage_gap, weights_se
+from pymc_evidence.base.pipeline import fit_plan
 from pymc_evidence.testing import phase_transition_centred, unequal_modes
 
 
@@ -27,15 +28,19 @@ def skilling():
 
 
 def test_spike_inside_the_bump_is_added_to_the_base(skilling):
-    without = fit_base("fullrank_advi", model=skilling.model, random_seed=1, modes=False,
-                       progressbar=False)  # fmt: skip
+    plan = BasePlan("fullrank_advi", modes=False)
+    alone = fit_plan(model_space(skilling.model), plan, np.random.default_rng(1))
+    without = alone.base
     # ADVI alone fits the bump: its evidence is the bump's 10 % of Z
     assert without.log_zeta == pytest.approx(skilling.log_z + np.log(0.1), abs=0.05)
     base = fit_base("fullrank_advi", model=skilling.model, random_seed=1, progressbar=False)
-    assert isinstance(base, MixtureBase) and base.info["n_added_modes"] == 1
-    assert base.info["added_mode_gap"][0] > COVERAGE_GAP
+    plan, rng = BasePlan("fullrank_advi"), np.random.default_rng(1)
+    record = fit_plan(model_space(skilling.model), plan, rng)
+    assert record.base.log_zeta == base.log_zeta
+    (added,) = record.added_modes  # the fit before the mode search is the one without it
+    assert isinstance(base, MixtureBase) and coverage_gap(added, alone.fit) > COVERAGE_GAP
     # the spike's own mass (90 % of Z) and the mixture's importance-sampling evidence
-    assert base.info["added_mode_log_mass"][0] == pytest.approx(
+    assert added.log_zeta == pytest.approx(
         skilling.log_z + np.log(skilling.data["spike_share"]), abs=0.02
     )
     assert base.log_zeta == pytest.approx(skilling.log_z, abs=0.02)
@@ -86,7 +91,8 @@ def test_a_base_that_covers_its_mode_is_returned_unchanged():
     kwargs = dict(model=model, random_seed=2, progressbar=False)
     base = fit_base("fullrank_advi", **kwargs)
     assert isinstance(base, GaussianBase)
-    same = fit_base("fullrank_advi", modes=False, **kwargs)
+    plan, rng = BasePlan("fullrank_advi", modes=False), np.random.default_rng(2)
+    same = fit_plan(model_space(model), plan, rng).base
     assert base.log_zeta == same.log_zeta and np.array_equal(base.mean, same.mean)
     (mode,) = find_modes(model_space(model), base.mean[None, :])
     assert abs(coverage_gap(mode, base)) < 0.5  # q ~ posterior: the weight at the mode ~ Z
@@ -104,7 +110,7 @@ def test_a_mode_holding_a_negligible_share_is_not_added():
 def test_auto_base_above_30_dims_keeps_the_correlations():
     """Mean-field ADVI drops the posterior correlations of a 60-d regression (smc then
     drifted -0.1 to -0.5 nats low at d = 50-200); the Laplace Gaussian replaces it."""
-    from pymc_evidence.problem import FULLRANK_MAX_DIM
+    from pymc_evidence.base.plan import FULLRANK_MAX_DIM
     from pymc_evidence.testing import conjugate_regression
 
     system = conjugate_regression(d=2 * FULLRANK_MAX_DIM, seed=3)

@@ -280,6 +280,7 @@ def test_reverse_methods_refuse_more_modes_than_chains():
     from types import SimpleNamespace
 
     from pymc_evidence.base import GaussianBase, MixtureBase
+    from pymc_evidence.base.pipeline import BaseFit
     from pymc_evidence.methods._nuts import refuse_modes_beyond_chains, separated_modes
 
     def mixture(k, small=0):
@@ -291,13 +292,10 @@ def test_reverse_methods_refuse_more_modes_than_chains():
         np.zeros(1), np.eye(1), log_zeta=0.0, kind="merged",
         info={"component_log_zeta": [0.0] * 6 + [-10.0]},
     )  # fmt: skip
-    widened = GaussianBase.from_moments(
-        np.zeros(1), np.eye(1), log_zeta=0.0, info={"unwidened": mixture(3)}
-    )
-    assert [separated_modes(b) for b in (mixture(4, small=5), merged, widened)] == [4, 6, 3]
+    assert [separated_modes(b) for b in (mixture(4, small=5), merged)] == [4, 6]
 
     def problem(base, chains=4):
-        return SimpleNamespace(base=base, sampling=SimpleNamespace(chains=chains))
+        return SimpleNamespace(fitted=BaseFit.given(base), sampling=SimpleNamespace(chains=chains))
 
     plain, given = ReverseAISOptions(), ReverseAISOptions(posterior=object())
     refuse_modes_beyond_chains(problem(mixture(4, small=5)), plain)

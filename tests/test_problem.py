@@ -52,7 +52,7 @@ def test_unknown_option_is_refused_before_any_work(monkeypatch):
         raise AssertionError("work started despite an invalid option")
 
     monkeypatch.setattr(pm, "sample", boom)
-    monkeypatch.setattr("pymc_evidence.problem.fit_base", boom)
+    monkeypatch.setattr("pymc_evidence.problem.fit_record", boom)
     case = _small()
     for method in REGISTRY:
         with pytest.raises(TypeError, match="valid options"):
@@ -93,10 +93,10 @@ def test_options_are_typed_and_checked_once():
 
 
 def test_streams_are_fixed_children_of_the_seed():
-    problem = EvidenceProblem.build(_small().model, random_seed=5, base="prior")
+    problem = EvidenceProblem.build(_small().model, random_seed=5, base="prior", fit="base")
     draws = {s: problem.rng(s).random() for s in STREAMS}
     assert len(set(draws.values())) == len(STREAMS)  # independent streams
-    again = EvidenceProblem.build(_small().model, random_seed=5, base="prior")
+    again = EvidenceProblem.build(_small().model, random_seed=5, base="prior", fit="base")
     # a stream does not depend on which others were used, nor in which order
     assert again.rng("resample").random() == draws["resample"]
     assert again.int_seed("nuts") == problem.int_seed("nuts")
@@ -106,8 +106,8 @@ def test_streams_are_fixed_children_of_the_seed():
     assert view.rng("method").random() != draws["method"]
     assert view.rng("base").random() == draws["base"]
     assert again.for_method(0).rng("method").random() == draws["method"]
-    # the views share what is made on first use, and the problem cannot be changed
-    assert view.base is again.base
+    # the views share the fitted base and the reference runs; the problem cannot be changed
+    assert view.base is again.base and view.references is again.references
     with pytest.raises(AttributeError):
         again.method_slot = 1
 

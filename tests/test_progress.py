@@ -172,7 +172,7 @@ def test_ais_method_silent_without_bar_and_identical_with_it(tiny, capsys):
 
 def test_fit_base_progressbar(tiny, capsys):
     model = tiny[0]
-    kwargs = dict(restarts=2, n_steps=300, n_eval=200, random_seed=2, model=model)
+    kwargs = dict(restarts=2, n_steps=300, random_seed=2, model=model)
     quiet = pme.fit_base(progressbar=False, **kwargs)
     assert capsys.readouterr() == ("", "")
     shown = pme.fit_base(**kwargs)  # on by default, as pm.fit

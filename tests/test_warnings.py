@@ -233,10 +233,12 @@ def test_base_fit_warning_when_full_rank_advi_fails():
         pm.Normal("y", mu, 1.0, observed=np.zeros((3, 2)))
 
     def fit():  # a learning rate that overflows every fit, full-rank first
+        from pymc_evidence.base import BasePlan, model_space
+        from pymc_evidence.base.pipeline import fit_plan
+
+        plan = BasePlan("fullrank_advi", n_steps=20, learning_rate=1e8)
         with pytest.raises(pme.BaseFitError):
-            pme.fit_base(
-                "fullrank_advi", model=model, n_steps=20, learning_rate=1e8, progressbar=False
-            )
+            fit_plan(model_space(model), plan, np.random.default_rng(0))
 
     _, caught = _caught(fit)
     assert _categories(caught) == {pme.BaseFitWarning}

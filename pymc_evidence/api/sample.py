@@ -245,7 +245,7 @@ def sample_evidence(
         exact_float_math(),
         without_tracebacks(),
     ):
-        problem = _problem(model, random_seed, sampling, shared, per_method, backend)
+        problem = _problem(model, random_seed, sampling, shared, specs, per_method, backend)
         for spec, options in zip(specs, per_method, strict=True):
             if spec.ready is not None:
                 spec.ready(problem, options)  # refusals before any method samples
@@ -297,12 +297,15 @@ def _split_options(specs, given: dict) -> tuple[ProblemOptions, list]:
     return ProblemOptions.from_keywords(given), per_method
 
 
-def _problem(model, random_seed, sampling, shared, per_method, backend) -> EvidenceProblem:
+def _problem(model, random_seed, sampling, shared, specs, per_method, backend) -> EvidenceProblem:
     """One problem for every method of the call (so they share the base and NUTS draws),
-    its models' runtimes on ``backend``."""
+    its models' runtimes on ``backend``, its base fitted here where a method starts from one."""
     reparam = shared.reparam
     if any(options.given_draws is not None for options in per_method):
         reparam = None  # the user's draws are of the model as written
+    fit = None
+    if any(spec.uses_base for spec in specs):
+        fit = "tempering" if any(spec.tempering for spec in specs) else "base"
     return EvidenceProblem.build(
         model,
         random_seed=random_seed,
@@ -312,6 +315,7 @@ def _problem(model, random_seed, sampling, shared, per_method, backend) -> Evide
         base_kwargs=shared.base_kwargs,
         reparam=reparam,
         backend=backend,
+        fit=fit,
     )
 
 

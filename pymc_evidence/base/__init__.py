@@ -8,6 +8,8 @@ from .advi import BaseFitError
 from .fit import BASE_METHODS, COMBINE_METHODS, DEFAULT_RESTARTS, fit_base
 from .gaussian import BaseDensity, GaussianBase
 from .mixture import MixtureBase
+from .pipeline import BaseFit
+from .plan import BasePlan
 from .prior import PriorBase, prior_draws
 from .runtime import ModelRuntime, model_space, runtime_of
 from .space import ModelSpace
@@ -17,7 +19,9 @@ __all__ = [
     "COMBINE_METHODS",
     "DEFAULT_RESTARTS",
     "BaseDensity",
+    "BaseFit",
     "BaseFitError",
+    "BasePlan",
     "GaussianBase",
     "MixtureBase",
     "ModelRuntime",

@@ -48,9 +48,12 @@ __all__ = [
     "COVERAGE_GAP",
     "MIN_ESS_SHARE",
     "add_missed_modes",
+    "laplace_if_better",
     "log_mass_se",
     "mixture_of",
+    "search_missed",
     "weights_se",
+    "with_missed_modes",
 ]
 
 #: A mode is missed when the importance weight there is this many nats above the mean
@@ -167,7 +170,7 @@ def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     return kept
 
 
-def _laplace_if_better(base, modes, density, n_eval, rng):
+def laplace_if_better(base, modes, density, n_eval, rng):
     """``base``, or the Laplace Gaussian of the highest mode it covers when that one's
     importance-sampling evidence is larger (a better proposal: IS from a proposal that is
     too narrow, as mean-field ADVI is on correlated posteriors, is biased low)."""
@@ -237,9 +240,8 @@ def add_missed_modes(
     Returns
     -------
     GaussianBase or MixtureBase
-        ``base`` itself when it covers every mode found; otherwise a ``MixtureBase`` whose
-        ``info`` records ``n_added_modes``, ``added_mode_log_mass`` and
-        ``added_mode_gap``.
+        ``base`` itself when it covers every mode found; otherwise a ``MixtureBase`` of
+        it and the modes added (:func:`with_missed_modes` also returns those).
 
     Examples
     --------
@@ -252,38 +254,48 @@ def add_missed_modes(
     ...     _ = pm.Mixture("y", w=w, comp_dists=comps, observed=0.0)
     >>> bump = GaussianBase(np.array([0.0]), np.array([[1.0]]), np.log(0.1), "moments")
     >>> base = add_missed_modes(bump, model_space(model), np.random.default_rng(0))
-    >>> base.info["n_added_modes"], round(float(base.log_zeta), 2)
-    (1, 0.0)
+    >>> len(base.components()), round(float(base.log_zeta), 2)
+    (2, 0.0)
     """
+    density = batched_logp(space)
+    modes = search_missed(base, space, rng, starts=starts, found=found, progressbar=progressbar)
+    if laplace:
+        base = laplace_if_better(base, modes, density, n_eval, rng)
+    return with_missed_modes(base, modes, space, rng, n_eval=n_eval)[0]
+
+
+def search_missed(base, space: ModelSpace, rng, *, starts=None, found=None, progressbar=False):
+    """The modes :func:`add_missed_modes` checks ``base`` against, highest first (the
+    search warns where it saw too little of the prior)."""
     density = batched_logp(space)
     with progress_bar("Looking for modes the base misses", 1, enabled=progressbar) as bar:
         modes, search = _search(base, space, density, rng, starts, found, bar)
     warn_unseen(search)
-    if laplace:
-        base = _laplace_if_better(base, modes, density, n_eval, rng)
+    return modes
+
+
+def with_missed_modes(base, modes, space: ModelSpace, rng, *, n_eval: int = 1000):
+    """``(base, added)``: ``base``, or the mixture of it and those of ``modes`` it misses
+    that are worth adding (the last step of :func:`add_missed_modes`), and the modes added
+    (each with its importance-sampling mass as ``log_zeta``; ``()`` where none)."""
     missed = [m for m in modes if coverage_gap(m, base) > COVERAGE_GAP]
     if not missed:
-        return base
+        return base, ()
+    density = batched_logp(space)
     kept = _credible(missed, base, density, n_eval, rng)
     if not kept:
-        return base
+        return base, ()
     components, log_masses = _components(base)
-    info = {
-        **base.info,
-        "base_kind": base.kind,
-        "n_added_modes": len(kept),
-        "added_mode_log_mass": [float(m.log_zeta) for m in kept],
-        "added_mode_gap": [coverage_gap(m, base) for m in kept],
-    }
-    return mixture_of(
+    mixture = mixture_of(
         components + kept,
         np.concatenate([log_masses, [m.log_zeta for m in kept]]),
         space,
         density,
         n_eval,
         rng,
-        info,
+        dict(base.info),
     )
+    return mixture, tuple(kept)
 
 
 def credible_modes(modes, log_z: float, space: ModelSpace, rng, *, n_eval: int = 1000):

@@ -148,16 +148,16 @@ def _defended(wide, density, n_eval, rng, widths=DEFENSIVE_WIDTH):
 
 
 def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
-    """A fitted base, widened when a wider one has the larger importance-sampling ESS.
+    """``(base, factor)``: a fitted base, widened ``factor`` times when a wider one has the
+    larger importance-sampling ESS (``factor`` 1.0: ``base`` itself).
 
     ``base.info["is_ess"]`` (set by the fit) decides whether wider bases are tried at all.
     A widened Gaussian also gets a defensive component: the base becomes the mixture of the
     widened Gaussian (weight ``1 -`` :data:`DEFENSIVE`) and a copy :data:`DEFENSIVE_WIDTH`
     times wider, which reaches into tails no Gaussian of the fit's shape has (a widened
     mixture is widened only). The result gets its own importance-sampling ``log_zeta``,
-    ELBO and ESS, the fit's ``kind``, ``info["widened"]`` the factor and
-    ``info["unwidened"]`` the fit itself (for the NUTS-tempering methods, see
-    :attr:`~pymc_evidence.problem.EvidenceProblem.tempering_base`). Bases other than
+    ELBO and ESS and the fit's ``kind`` (the fit itself is what the NUTS-tempering methods
+    start from: :attr:`~pymc_evidence.base.pipeline.BaseFit.fit`). Bases other than
     Gaussians and their mixtures (the prior) are returned as they are.
 
     Examples
@@ -168,26 +168,26 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
     >>> with pm.Model() as model:
     ...     x = pm.Normal("x", 0.0, 1.0)
     >>> narrow = GaussianBase(np.zeros(1), np.array([[0.5]]), 0.0, "advi", info={"is_ess": 10})
-    >>> wide = widen_light_base(narrow, batched_logp(model_space(model)), 1000,
-    ...                         np.random.default_rng(0))
-    >>> wide.info["widened"], np.round(wide.chols.ravel(), 2), np.round(wide.weights, 2)
+    >>> wide, factor = widen_light_base(narrow, batched_logp(model_space(model)), 1000,
+    ...                                 np.random.default_rng(0))
+    >>> factor, np.round(wide.chols.ravel(), 2), np.round(wide.weights, 2)
     (2.0, array([1., 2.]), array([0.8, 0.2]))
     """
     ess = base.info.get("is_ess") if isinstance(base, GaussianBase | MixtureBase) else None
     if ess is None or ess >= WIDEN_BELOW * n_eval:
-        return base
+        return base, 1.0
     wide, stat, factor = widest_better(base, {"is_ess": float(ess)}, density, n_eval, rng)
     if factor == 1.0:
-        return base
+        return base, 1.0
     if isinstance(wide, GaussianBase):
         wide, stat = _defended(wide, density, n_eval, rng)
-    return _with_stats(wide, stat, base, widened=factor)
+    return _with_stats(wide, stat, base), factor
 
 
 def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIVE_WIDTH):
     """A fitted Gaussian base with the defensive component of :func:`widen_light_base`,
-    whatever its ESS (``info["defended"]``, ``info["unwidened"]`` the fit itself); other
-    bases, and a base widened already, are returned as they are. ``widths``: the
+    whatever its ESS; other bases are returned as they are (the pipeline does not defend a
+    base it widened already: :func:`~pymc_evidence.base.pipeline.fit_record`). ``widths``: the
     component's width relative to the base, one number or one per coordinate
     (:func:`defensive_widths`).
 
@@ -206,23 +206,23 @@ def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIV
     ...     x = pm.Normal("x", 0.0, 1.0)
     >>> fit = GaussianBase(np.zeros(1), np.array([[1.0]]), 0.0, "advi", info={})
     >>> out = defend(fit, batched_logp(model_space(model)), 1000, np.random.default_rng(0))
-    >>> np.round(out.chols.ravel(), 2), np.round(out.weights, 2), out.info["defended"]
-    (array([1., 2.]), array([0.8, 0.2]), True)
+    >>> np.round(out.chols.ravel(), 2), np.round(out.weights, 2)
+    (array([1., 2.]), array([0.8, 0.2]))
     """
-    if not isinstance(base, GaussianBase) or "unwidened" in base.info:
+    if not isinstance(base, GaussianBase):
         return base
     mix, stat = _defended(base, density, n_eval, rng, widths)
     if isinstance(stat, BaseFitError):
         return base
-    return _with_stats(mix, stat, base, defended=True)
+    return _with_stats(mix, stat, base)
 
 
-def _with_stats(new, stat: dict, fit, **info):
-    """``new`` with its own importance-sampling ``log_zeta``, ELBO and statistics, and
-    ``info["unwidened"]`` the ``fit`` it came from."""
+def _with_stats(new, stat: dict, fit):
+    """``new`` with its own importance-sampling ``log_zeta``, ELBO and statistics (the
+    ``fit``'s others kept)."""
     return new.with_values(
         log_zeta=stat["log_is"],
         elbo=stat["elbo"],
         elbo_se=stat["elbo_se"],
-        info={**fit.info, **stat, **info, "unwidened": fit},
+        info={**fit.info, **stat},
     )

@@ -62,8 +62,8 @@ def refuse_many_modes(problem, options) -> None:
 def separated_modes(base) -> int:
     """The separated modes a base holds: its mixture components with 1 % of its weight or
     more, or, for one Gaussian moment-matched to distinct fits (``kind="merged"``), the fits
-    with 1 % of their summed evidence or more; a widened base counts as the fit it widens."""
-    base = getattr(base, "info", {}).get("unwidened", base)
+    with 1 % of their summed evidence or more (pass the fit, not its widened copy:
+    :attr:`~pymc_evidence.base.pipeline.BaseFit.fit`)."""
     weights = getattr(base, "weights", None)
     if weights is None:
         log_zeta = np.asarray(getattr(base, "info", {}).get("component_log_zeta", [0.0]))
@@ -86,7 +86,7 @@ def refuse_modes_beyond_chains(problem, options) -> None:
     if options.given_draws is not None:
         return
     chains = int(problem.sampling.chains)
-    n_modes = separated_modes(problem.base)
+    n_modes = separated_modes(problem.fitted.fit)  # a widened base counts as its fit
     if n_modes > chains:
         raise ValueError(
             f"the base holds {n_modes} components (separated modes that its mode search "

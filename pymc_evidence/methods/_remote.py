@@ -43,7 +43,7 @@ class RunRecipe:
     base_spec : bytes
         The call's ``base`` argument (a name or a fitted base; ``cloudpickle``).
     base : bytes
-        The base the call fitted (``cloudpickle``).
+        The record of the call's base fit (``cloudpickle``).
     backend : str
         The backend the call compiled its densities with.
     """
@@ -97,7 +97,7 @@ def check_executor(executor) -> None:
 
 
 def remote_job(problem: EvidenceProblem, job) -> RemoteJob:
-    """The :class:`RemoteJob` of ``job`` on ``problem`` (its base fitted here first).
+    """The :class:`RemoteJob` of ``job`` on ``problem`` (built with its base fitted).
 
     Examples
     --------
@@ -105,7 +105,7 @@ def remote_job(problem: EvidenceProblem, job) -> RemoteJob:
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0, 1)
     ...     _ = pm.Normal("y", mu, 1, observed=[0.3])
-    >>> problem = EvidenceProblem.build(model, random_seed=1, base="prior")
+    >>> problem = EvidenceProblem.build(model, random_seed=1, base="prior", fit="base")
     >>> remote_job(problem, print).recipe.reparam
     'auto'
     """
@@ -121,7 +121,7 @@ def remote_job(problem: EvidenceProblem, job) -> RemoteJob:
         potentials=problem.potentials,
         reparam=problem.reparam,
         base_spec=cloudpickle.dumps(problem.base_spec),
-        base=cloudpickle.dumps(problem.base),
+        base=cloudpickle.dumps(problem.fitted),
         backend=problem.space.runtime.backend,
     )
     return RemoteJob(recipe, job)
@@ -146,5 +146,5 @@ def _prepared(recipe: RunRecipe):
         reparam=recipe.reparam,
         backend=recipe.backend,
     )
-    problem = problem.with_base(cloudpickle.loads(recipe.base))
+    problem = problem.with_fitted(cloudpickle.loads(recipe.base))
     return problem, problem.density()

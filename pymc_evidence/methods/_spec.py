@@ -214,6 +214,10 @@ class MethodSpec:
     uses_base : bool
         True when the method starts from a base density (then ``base`` and ``base_kwargs``
         are accepted).
+    tempering : bool
+        True when the method starts from the tempering base
+        (:attr:`~pymc_evidence.problem.EvidenceProblem.tempering_base`), fitted with the
+        problem.
     ready : callable, optional
         ``ready(problem, options)`` raises ``ValueError`` where the method cannot be right
         on this problem (e.g. too many dimensions for its draws); called once the problem
@@ -245,6 +249,7 @@ class MethodSpec:
     run: Callable
     options: type[MethodOptions] = MethodOptions
     uses_base: bool = True
+    tempering: bool = False
     nuts: str = "none"
     ready: Callable | None = None
     distributes: bool = False

@@ -246,6 +246,7 @@ def _spec(name, description, sampler_class, nuts):
         nuts=nuts,
         ready=refuse_many_modes,
         family=CONTINUOUS_TEMPERING,
+        tempering=True,
     )
 
 

@@ -122,6 +122,7 @@ SPEC = MethodSpec(
     nuts="step",
     ready=refuse_many_modes,
     family=SIMULATED_TEMPERING,
+    tempering=True,
 )
 
 
