@@ -41,7 +41,7 @@ __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
 
 #: The named random streams of one call (the spawn key of each is its index here).
 STREAMS = ("base", "nuts", "method", "resample", "init", "pilot", "discrete", "more_chains",
-           "defensive")  # fmt: skip
+           "defensive", "recentre")  # fmt: skip
 #: Target acceptance of internal NUTS runs whose draws start reverse-direction methods.
 REFERENCE_TARGET_ACCEPT = 0.95
 #: What a problem fits when it is built (:meth:`EvidenceProblem.build`'s ``fit``).
@@ -278,15 +278,15 @@ class EvidenceProblem:
 
     def fit_base(self, *, tempering: bool = False) -> BaseFit:
         """The record of this problem's base: the call's base fitted by the pipeline
-        (:func:`~pymc_evidence.base.pipeline.fit_record`, streams ``"base"`` and
-        ``"defensive"``), or the fitted base it was given."""
+        (:func:`~pymc_evidence.base.pipeline.fit_record`, streams ``"base"``,
+        ``"defensive"`` and ``"recentre"``), or the fitted base it was given."""
         if not isinstance(self.base_spec, str):
             warn_fitted_funnel(self.shape, type(self.base_spec).__name__)
             return BaseFit.given(self.base_spec)
         progressbar = self.sampling.progressbar
         plan = plan_for(self.base_spec, self.shape, self.base_kwargs, tempering=tempering,
                         progressbar=progressbar)  # fmt: skip
-        seeds = self.seed_of("base"), self.seed_of("defensive")
+        seeds = self.seed_of("base"), self.seed_of("defensive"), self.seed_of("recentre")
         return fit_record(self.space, plan, *seeds, progressbar=progressbar)
 
     def with_fitted(self, fitted: BaseFit) -> EvidenceProblem:

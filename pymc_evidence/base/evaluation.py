@@ -11,14 +11,22 @@ import numpy as np
 
 from ..estimators.logspace import logsumexp
 
-__all__ = ["BaseFitError", "evaluate_bases"]
+__all__ = ["BaseFitError", "evaluate_bases", "weight_stats"]
 
 
 class BaseFitError(RuntimeError):
     """ADVI did not produce a usable base density."""
 
 
-def _weight_stats(log_w: np.ndarray) -> dict:
+def weight_stats(log_w: np.ndarray) -> dict:
+    """ELBO, importance-sampling ``log Z``, Kish ESS and non-finite count of log weights
+    ``log p(x) - log q(x)`` of draws ``x ~ q`` (see :func:`evaluate_bases`).
+
+    Examples
+    --------
+    >>> weight_stats(np.zeros(4))["is_ess"]
+    4.0
+    """
     n = log_w.size
     n_nonfinite = int(np.sum(~np.isfinite(log_w)))
     log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
@@ -56,7 +64,7 @@ def evaluate_bases(density, bases, n: int, rng: np.random.Generator) -> list:
     out = []
     for base, x, lf in zip(bases, draws, log_f, strict=True):
         try:
-            out.append(_weight_stats(lf - base.logp(x)))
+            out.append(weight_stats(lf - base.logp(x)))
         except BaseFitError as err:
             out.append(err)
     return out

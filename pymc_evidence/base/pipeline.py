@@ -33,6 +33,7 @@ from .laplace_first import laplace_first
 from .modes import laplace_if_better, search_missed, with_missed_modes
 from .plan import LOCAL_RESTARTS, BasePlan
 from .prior import PriorBase, fit_starts
+from .recentre import recentred
 from .space import ModelSpace
 from .widen import defend, defensive_widths, widen_light_base
 
@@ -64,6 +65,9 @@ class BaseFit:
     defended : bool
         Whether :attr:`base` has the defensive component of
         :func:`~pymc_evidence.base.widen.defend`.
+    recentred : int
+        The rounds by which :func:`~pymc_evidence.base.recentre.recentred` moved the fit's
+        mean (0: not moved); :attr:`fit` is the moved Gaussian.
     merged : bool
         Whether :attr:`fit` is one Gaussian moment-matched to distinct fits (before any
         mode was added).
@@ -89,6 +93,7 @@ class BaseFit:
     tempering: object | None = None
     widened: float = 1.0
     defended: bool = False
+    recentred: int = 0
     merged: bool = False
     added_modes: tuple = ()
     other: object | None = None
@@ -198,11 +203,28 @@ def better_fit(record: BaseFit, other: BaseFit) -> BaseFit:
     return replace(keep, other=drop.base)
 
 
-def fit_record(space, plan: BasePlan, base_seed, defensive_seed, *, progressbar=False):
+def _defended(space, record: BaseFit, defensive_seed, recentre_seed) -> BaseFit:
+    """``record`` with its fit recentred (where its ESS is low) and defended."""
+    density, widths = batched_logp(space), defensive_widths(space)
+    fit, rounds = record.base, 0
+    if recentre_seed is not None:
+        rng = np.random.default_rng(recentre_seed)
+        fit, rounds = recentred(fit, density, DEFEND_DRAWS, rng)
+    if rounds:
+        record = replace(record, fit=fit, recentred=rounds)
+    rng = np.random.default_rng(defensive_seed)
+    base = defend(fit, density, DEFEND_DRAWS, rng, widths)
+    return replace(record, base=base, defended=base is not fit)
+
+
+def fit_record(space, plan: BasePlan, base_seed, defensive_seed, recentre_seed=None, *,
+               progressbar=False):  # fmt: skip
     """The record of ``plan`` for a problem: :func:`fit_plan` from ``base_seed`` (a
-    ``SeedSequence``), the defensive component (from ``defensive_seed``) where the plan
-    asks and the fit was not widened, and the tempering base where the plan asks (where the
-    fit merged distinct fits, the same fits again from ``base_seed`` as a mixture).
+    ``SeedSequence``); where the plan asks and the fit was not widened, the fit recentred
+    (:func:`~pymc_evidence.base.recentre.recentred`, from ``recentre_seed``) and given the
+    defensive component (from ``defensive_seed``); and the tempering base where the plan
+    asks (where the fit merged distinct fits, the same fits again from ``base_seed`` as a
+    mixture).
 
     Examples
     --------
@@ -216,10 +238,7 @@ def fit_record(space, plan: BasePlan, base_seed, defensive_seed, *, progressbar=
     """
     record = fit_plan(space, plan, np.random.default_rng(base_seed), progressbar=progressbar)
     if plan.defend and record.widened == 1.0:
-        rng = np.random.default_rng(defensive_seed)
-        widths = defensive_widths(space)
-        base = defend(record.base, batched_logp(space), DEFEND_DRAWS, rng, widths)
-        record = replace(record, base=base, defended=base is not record.base)
+        record = _defended(space, record, defensive_seed, recentre_seed)
     tempering = record.fit
     if plan.tempering and record.merged:
         mixture = replace(plan, combine="mixture")

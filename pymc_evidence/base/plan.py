@@ -84,8 +84,9 @@ class BasePlan:
     also_fullrank : bool
         With ``method="advi"``: also fit full-rank ADVI and keep the better base.
     defend : bool
-        Give the fitted Gaussian a defensive component whatever its ESS (a hierarchy whose
-        group effects were integrated out; stream ``"defensive"``).
+        Give the fitted Gaussian a defensive component whatever its ESS, after moving it to
+        the weighted mean of its draws where its ESS is low (a hierarchy whose group effects
+        were integrated out; streams ``"recentre"`` and ``"defensive"``).
     tempering : bool
         Where the fit merged distinct fits into one Gaussian, also fit them as a mixture
         (the same draws again) for the tempering methods.
