@@ -9,6 +9,8 @@ Three checks over the docstrings and ``#:`` comments of every module of the pack
   that page;
 - no prose line quotes a seed number or a measured time: those figures live in ``docs/``,
   dated and with the command that made them (doctest lines are code and exempt).
+
+And one over ``docs/call_flow.rst``, the map of a call onto the code: what it names exists.
 """
 
 from __future__ import annotations
@@ -151,3 +153,15 @@ def test_no_docstring_quotes_a_seed_or_a_measured_time():
                     continue
                 quoted.append(f"{path.relative_to(ROOT)}:{start + offset}: {prose}")
     assert not quoted, "figures that belong in docs/:\n" + "\n".join(quoted)
+
+
+def test_call_flow_page_names_existing_code():
+    """``docs/call_flow.rst`` maps a call onto the code: every object it names resolves and
+    every module file of its diagram exists (under ``pymc_evidence/`` or a subpackage)."""
+    text = (ROOT / "docs" / "call_flow.rst").read_text(encoding="utf-8")
+    flat = re.sub(r"\s*\n\s*", "", text)
+    missing = [t for t in ROLE.findall(flat) if not _resolves(t, "pymc_evidence", [])]
+    for name in set(re.findall(r"\b[a-z_]+(?:/[a-z_]+)?\.py\b", text)):
+        if not (PACKAGE / name).exists() and not list(PACKAGE.glob(f"*/{name}")):
+            missing.append(name)
+    assert not missing, "docs/call_flow.rst names code that does not exist: " + str(missing)
