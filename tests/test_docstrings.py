@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import importlib.util
 import io
 import re
 import tokenize
@@ -28,6 +29,8 @@ PACKAGE = ROOT / "pymc_evidence"
 ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|exc|obj|const):`([^`]+)`")
 SECTION = re.compile(r':doc:`/?([\w/]+)`[,;]?\s*"([^"]+)"')
 HEADING_LINE = re.compile(r"([=\-~^\"'`#*+])\1{2,}")
+#: Optional dependencies a venv may lack (bambi needs PyMC 6): their names are not checked.
+OPTIONAL = ("bambi", "nutpie", "numpyro", "blackjax", "dask", "distributed", "netCDF4")
 FIGURE = re.compile(
     r"\bseeds?\s*[=:]?\s*\d|\b\d+(?:\.\d+)?\s*(?:s|ms|µs|min|sec|seconds|minutes)\b(?!\w)"
 )
@@ -103,6 +106,9 @@ def _resolves(target: str, module: str, classes: list[str]) -> bool:
     if "<" in target and target.endswith(">"):
         target = target[target.index("<") + 1 : -1]
     name = target.strip().lstrip("~!.").removesuffix("()")
+    top = name.split(".")[0]
+    if top in OPTIONAL and importlib.util.find_spec(top) is None:
+        return True
     package = module.rsplit(".", 1)[0]
     candidates = [name, f"{module}.{name}", f"{package}.{name}", f"pymc_evidence.{name}"]
     candidates += [f"{module}.{cls}.{name}" for cls in classes]
