@@ -130,11 +130,12 @@ def sample_evidence(
         ADVI base fit evaluate is compiled. ``None`` is ``"auto"``, unless
         ``compile_kwargs={"mode": "JAX"}`` is given, which means ``"jax"`` (and is then not
         refused by the particle methods). ``"auto"``: on JAX, the model's single-point
-        graph batched by :func:`jax.vmap` and compiled by :func:`jax.jit` (about a second
-        for a new model, where numba takes tens of seconds), or PyTensor's default linker
-        where jax cannot run one of the model's ops. ``"default"``: PyTensor's default
-        linker (numba on PyMC 6, C on PyMC 5). ``"jax"``: JAX on the device jax has, a GPU
-        with ``pip install "jax[cuda12]"``, and a model with an op JAX cannot run raises
+        graph batched by :func:`jax.vmap` and compiled by :func:`jax.jit` (far sooner,
+        for a new model, than numba compiles the graph vectorized over rows; see
+        ``docs/performance.rst``), or PyTensor's default linker where jax cannot run one of
+        the model's ops. ``"default"``: PyTensor's default linker (numba on PyMC 6, C on
+        PyMC 5). ``"jax"``: JAX on the device jax has, a GPU with
+        ``pip install "jax[cuda12]"``, and a model with an op JAX cannot run raises
         ``NotImplementedError`` naming it. On JAX, ``jax_enable_x64`` is switched on
         (float64 throughout) and the independent runs of ``smc``/``arm`` run in ``cores``
         threads of this process (a process that ran JAX cannot be forked; the estimate is

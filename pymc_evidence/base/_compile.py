@@ -9,16 +9,17 @@ runtime (:attr:`~pymc_evidence.base.runtime.ModelRuntime.backend`, which
 ``pymc_evidence.sample_evidence(backend=...)`` sets for the models of the call):
 
 - ``"auto"`` (the default): JAX (:mod:`~pymc_evidence.base.jax_rows`), which compiles a new
-  model's density in about a second, falling back to PyTensor's default linker when jax is
+  model's density far sooner than numba, falling back to PyTensor's default linker when jax is
   not installed or cannot run one of the model's ops;
 - ``"default"``: PyTensor's default linker (numba on PyMC 6, C on PyMC 5) on the graph
-  vectorized over rows, which costs tens of seconds to compile for a new model;
+  vectorized over rows, whose compilation is most of a new model's first call
+  (measured in :doc:`/performance`, "What a user meets: the first call on a new model");
 - ``"jax"``: JAX or an error naming the op it cannot run (for an accelerator).
 
 :func:`compile_fn` with ``jit=False`` compiles without any JIT (PyTensor's Python linker:
 each op runs its numpy implementation), for functions called a few times per call
-(prior draws, the posterior's variables), where numba or gcc would spend seconds compiling
-what runs in milliseconds.
+(prior draws, the posterior's variables), where numba or gcc would spend far longer compiling
+than the calls take to run.
 """
 
 from __future__ import annotations

@@ -49,9 +49,9 @@ def gathers_data(outputs) -> bool:
     GPU (:func:`~pymc_evidence.base.jax_rows.jax_accelerator`), ``"auto"`` keeps JAX for
     every model. A graph that integrates group effects (it holds the
     :data:`GROUP_INDEX` constant) is not counted whatever else it indexes: its cost is
-    each group's quadrature over the rows, which XLA runs faster than numba, and numba's
-    compile of it takes a minute where XLA's takes seconds (a crossed ``(1|county) +
-    (1|year)`` model gathers the years' effects by row beside the counties' integral).
+    each group's quadrature over the rows, which XLA runs faster than numba and compiles
+    far sooner (a crossed ``(1|county) + (1|year)`` model gathers the years' effects by row
+    beside the counties' integral).
     """
     from pytensor.graph.traversal import ancestors
     from pytensor.tensor import subtensor

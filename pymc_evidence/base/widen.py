@@ -77,10 +77,10 @@ def defensive_widths(space) -> np.ndarray:
     """How much wider than a base its defensive component is along each coordinate:
     :data:`DEFENSIVE_WIDTH` along every coordinate of a space of at most
     :data:`DEFEND_ALL_MAX_DIM` dimensions, else along the log-transformed ones only (a
-    hierarchy's scales, whose tails the component is for). Twice as wide along fifty
-    state effects put the component's draws about 60 nats below the posterior, and SMC
-    needed five stages where two served (``(1|state) + (1|state:county)``, 54
-    dimensions; measured in :doc:`/performance`).
+    hierarchy's scales, whose tails the component is for). Twice as wide along the many
+    centred group effects of a nested hierarchy put the component's draws far below the
+    posterior, and SMC needed more stages than the narrower component (measured in
+    :doc:`/hard_models`, "A dense scale for confounded coordinates").
 
     >>> import pymc as pm
     >>> from pymc_evidence.base import model_space

@@ -148,10 +148,10 @@ class SMCSettings:
         Fewest HMC steps per stage (and per ARM expansion).
     max_moves : int
         Most HMC steps per stage: after ``n_moves``, steps continue (checked every
-        :data:`MOVE_BLOCK`) until the rank correlation over particles of ``log f - log q``
-        before and after the moves is at most ``decorrelation``; between blocks the step
-        size is tuned as between stages. ``max_moves = n_moves`` moves a fixed number of
-        steps.
+        :data:`~pymc_evidence.engines.smc_kernel.MOVE_BLOCK`) until the rank correlation
+        over particles of ``log f - log q`` before and after the moves is at most
+        ``decorrelation``; between blocks the step size is tuned as between stages.
+        ``max_moves = n_moves`` moves a fixed number of steps.
     decorrelation : float
         See ``max_moves``.
     target_accept : float

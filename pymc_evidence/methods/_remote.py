@@ -65,7 +65,8 @@ class RemoteJob:
     job: object
 
     def __call__(self, seed) -> object:
-        """Worker side: the run of ``seed``, as :func:`map_runs` would have made it here."""
+        """Worker side: the run of ``seed``, as
+        :func:`~pymc_evidence.methods._runs.map_runs` would have made it here."""
         with (
             threadpool_limits(limits=1),
             exact_float_math(),

@@ -19,9 +19,9 @@ With one cluster and no missed mode the estimate is the plain bridge estimate of
 
 Convergence of the draws (R-hat, bulk ESS: :class:`~pymc_evidence.ConvergenceWarning`) is
 judged as the estimate uses them, within each cluster of chains: chains that stayed in
-different modes make R-hat across all chains large (1.5-1.7 on ``testing.bimodal_1d``)
-without any effect on the estimate, so only a cluster whose own chains disagree or mix
-slowly warns.
+different modes make R-hat across all chains large (on
+:func:`~pymc_evidence.testing.bimodal_1d`, for one) without any effect on the estimate, so
+only a cluster whose own chains disagree or mix slowly warns.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def _estimate_modes(problem, x, clusters, options, rng):
 def _convergence_messages(idata, clusters) -> list:
     """R-hat and bulk ESS (:func:`~pymc_evidence.results.diagnostics.nuts_messages`) of the
     draws as the estimate uses them: within each cluster of chains, which is bridge-sampled
-    on its own. Chains that sit in different modes (R-hat 1.7 across them on a mixture)
+    on its own. Chains that sit in different modes (a large R-hat across them on a mixture)
     do not move the estimate, so they raise no warning; a cluster whose chains disagree or
     mix slowly does."""
     what = "the posterior draws bridge sampling used"

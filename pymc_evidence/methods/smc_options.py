@@ -55,7 +55,7 @@ FEW_MOVES_MAX_DIM = 30
 #: spread, and ten leapfrogs run most of an orbit, at the price of every row's quadrature
 #: per leapfrog; five reach as far as the moves need (the ``decorrelation`` rule adds
 #: moves where they do not). Measured in :doc:`/performance`, "What a user meets: the
-#: first call on a new model" (twentieth session).
+#: first call on a new model" (the entry of 2026-12-04 on the Bernoulli hierarchy).
 LEAPFROG = 10
 HYPER_LEAPFROG = 5
 

@@ -64,7 +64,9 @@ def rule_points(model: pm.Model, inputs, log_density=None) -> list:
     the model's initial point, and each value's spread is four posterior scales there
     (from the curvature; between :data:`MIN_SPREAD` and :data:`MAX_SPREAD`): the rule must be
     exact where the posterior is, which may lie far from the initial point (a group scale's
-    initial value of 1 against a posterior near 0.5 asked 15 nodes where 7 agree to 1e-6).
+    initial value of 1 against a posterior near half of it asked twice the nodes needed
+    where the posterior is; measured in :doc:`/hard_models`, "Group effects integrated out:
+    hierarchies of hundreds to thousands of groups").
     Without it, or where the search finds no finite density, the initial point and
     :data:`SPREAD`.
 
