@@ -247,7 +247,7 @@ def test_gibbs_ct_log_z(gibbs_run):
 
 def test_same_seed_same_log_z(gibbs_run):
     again = gibbs_wide(5)
-    # rel 1e-9, not bit for bit: see test_transform_and_step.test_gibbs_same_seed_same_result
+    # rel 1e-9, not bit for bit: see steps/test_gibbs_ct.test_gibbs_same_seed_same_result
     assert pme.log_evidence(again).log_z == pytest.approx(
         pme.log_evidence(gibbs_run).log_z, rel=1e-9
     )

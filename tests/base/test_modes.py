@@ -1,7 +1,7 @@
 """Modes the base misses become Laplace components of it (pymc_evidence.base.modes).
 
 Truths are exact: the phase-transition systems of ``pymc_evidence.testing`` (closed form
-via erf, checked by quadrature in test_hard_models.py) and a conjugate normal model.
+via erf, checked by quadrature in tests/testing/test_hard.py) and a conjugate normal model.
 """
 
 from __future__ import annotations
