@@ -7,7 +7,7 @@ varying intercepts centred / non-centred) plus ``hierarchical_normal`` (centred)
 radon varying intercepts and slopes, centred and non-centred (175 parameters): the ``hard``
 family of ``registry.py``. Every
 ``log_z`` is exact (closed form or converged quadrature, checked in
-``tests/test_hard_models.py``).
+``tests/testing/test_hard.py``).
 
 Methods: every key of ``pme.METHODS`` at its defaults (``progressbar=False``, ``cores``)
 and ``pymc_smc``: ``pm.sample_smc`` with 4 chains x 2000 particles, whose log Z per chain is

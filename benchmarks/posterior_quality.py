@@ -140,7 +140,7 @@ def change_point():
 
 
 def _bambi_data(J: int = 12, rows: int = 5, seed: int = 1):
-    """``tests/test_bambi_models``'s data: groups of ``rows`` rows (one short by two), a
+    """``tests/api/test_bambi_models``'s data: groups of ``rows`` rows (one short by two), a
     predictor far from zero."""
     import pandas as pd
 

@@ -12,9 +12,9 @@ must not hide a miscalibrated ``se``. Other Monte Carlo quantities with an exact
 mean of draws, a frequency, an estimate of ``Z`` itself) go through :func:`assert_estimate`,
 the same rule elementwise; an estimate known to be biased one way (an ELBO, forward AIS)
 through :func:`assert_below` / :func:`assert_above`. No test writes ``4 * se`` itself:
-:data:`Z_MAX` is the one number. Tests import it directly (``from _accuracy import
-assert_log_z``: pytest puts ``tests/`` on ``sys.path``, there is no package) or take the
-``assert_log_z`` fixture of ``conftest.py``.
+:data:`Z_MAX` is the one number. Tests import it directly (``from tests._accuracy import
+assert_log_z``, from any folder of the suite: ``tests`` is a package and pytest puts the
+repository root on ``sys.path``) or take the ``assert_log_z`` fixture of ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def assert_above(value, bound, se, *, slack=0.0, label="", z_max=Z_MAX):
     assert np.all(value >= bound - z_max * se - slack), report
 
 
-# The fast exact-log-Z cases every method is checked on at its defaults (test_ct_accuracy,
-# test_method_accuracy). The package is imported lazily: conftest imports this module, and
+# The fast exact-log-Z cases every method is checked on at its defaults (methods/test_ct_accuracy,
+# methods/test_accuracy). The package is imported lazily: conftest imports this module, and
 # tests that do not need the package (test_layering) must not fail when it does not import.
 FAST_CASES = ("regression_d5", "beta_bernoulli", "normalized_density")
 ACCURACY_SEED = 20261122

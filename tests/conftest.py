@@ -1,7 +1,7 @@
 """Shared test helpers.
 
-The accuracy rule lives in ``_accuracy.py`` (importable as ``from _accuracy import
-assert_log_z``, since pytest puts ``tests/`` on ``sys.path``); the fixture below hands the
+The accuracy rule lives in ``_accuracy.py`` (importable as ``from tests._accuracy import
+assert_log_z`` from every folder: ``tests`` is a package); the fixture below hands the
 same function to tests that prefer fixtures. ``dask_executor`` is a local Dask cluster's
 executor, one per test module.
 """
@@ -9,7 +9,8 @@ executor, one per test module.
 import logging
 
 import pytest
-from _accuracy import assert_log_z as _assert_log_z
+
+from tests._accuracy import assert_log_z as _assert_log_z
 
 
 @pytest.fixture

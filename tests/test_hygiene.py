@@ -7,12 +7,12 @@ entry points, which must refuse *before* any base fitting or sampling starts.
 import numpy as np
 import pymc as pm
 import pytest
-from _accuracy import assert_log_z
 from scipy import stats
 
 import pymc_evidence as pme
 from pymc_evidence import ModelHygieneError, PriorBase, check_model
 from pymc_evidence.base import model_space
+from tests._accuracy import assert_log_z
 
 Y = np.array([0.4, -0.3, 1.1])
 
@@ -182,7 +182,7 @@ def test_potential_as_likelihood_gives_the_likelihood_evidence():
 
 def test_model_without_data_has_log_z_zero():
     """No observed data: the 'evidence' is the prior's total mass, exactly 1; said, not
-    sampled (tests/test_exact.py has the other models that need no sampling)."""
+    sampled (tests/api/test_exact.py has the other models that need no sampling)."""
     with pm.Model(), pytest.warns(pme.ModelWarning, match="no observed variables"):
         pm.Normal("mu", 0.0, 2.0)
         pm.HalfNormal("s", 1.0)

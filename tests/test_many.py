@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
-from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence import many
 from pymc_evidence.estimators.pooling import pool_replicas
 from pymc_evidence.estimators.record import EvidenceEstimate
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression, normalized_density
+from tests._accuracy import assert_log_z
 
 #: Workers of a fresh server process: a fork of this process, which has run JAX, deadlocks.
 FORKSERVER = multiprocessing.get_context("forkserver")

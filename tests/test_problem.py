@@ -11,13 +11,13 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
-from _accuracy import assert_log_z
 
 import pymc_evidence as pme
 from pymc_evidence.api.sample import _split_options
 from pymc_evidence.methods import REGISTRY, ProblemOptions, get_method, resolve_options
 from pymc_evidence.problem import STREAMS, EvidenceProblem, SamplingArgs, seed_sequence
 from pymc_evidence.testing import beta_bernoulli, conjugate_regression
+from tests._accuracy import assert_log_z
 
 FAST = {
     "smc": dict(n_particles=200, n_runs=2, base="prior"),
