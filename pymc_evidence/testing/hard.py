@@ -2,7 +2,7 @@
 
 Like :mod:`pymc_evidence.testing.models`, every factory returns an
 :class:`~pymc_evidence.testing.models.AnalyticModel` whose ``log_z`` is computed without PyMC
-(closed forms, or :func:`scipy.integrate.quad`); ``tests/test_hard_models.py`` checks each
+(closed forms, or :func:`scipy.integrate.quad`); ``tests/testing/test_hard.py`` checks each
 value against a second, independent computation. These systems are meant to separate the
 estimators (``benchmarks/hard_models.py``), not to be easy: bimodal and ring-shaped posteriors,
 a narrow spike holding most of the evidence inside or far from a broad bump (a first-order phase
