@@ -36,7 +36,7 @@ def model_of(name: str):
 
 def time_backend(space, backend: str, rows=(1, 8, 64, 256), seconds: float = 0.5) -> str:
     """One line: compile + first call, then milliseconds per call at each row count."""
-    from pymc_evidence.base.batched_logp import batched_logp
+    from pymc_evidence.runtime.batched_logp import batched_logp
 
     start = time.perf_counter()
     density = batched_logp(space, backend=backend)
@@ -55,7 +55,7 @@ def time_backend(space, backend: str, rows=(1, 8, 64, 256), seconds: float = 0.5
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    from pymc_evidence.base.runtime import model_space
+    from pymc_evidence.runtime.runtime import model_space
 
     space = model_space(model_of(argv[0]))
     for backend in argv[1:] or ("jax", "default"):

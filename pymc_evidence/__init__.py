@@ -24,7 +24,8 @@ from .api import (
     sample_evidence,
     st_evidence,
 )
-from .base import BaseFitError, GaussianBase, MixtureBase, PriorBase, fit_base
+from .base import GaussianBase, MixtureBase, PriorBase
+from .basefit import BaseFitError, fit_base
 from .compare import bayes_factor, bf, compare, post_prob
 from .compare_methods import compare_methods
 from .hygiene import ModelHygieneError, check_model

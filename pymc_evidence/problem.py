@@ -20,16 +20,16 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .base import runtime_of
-from .base.batched_logp import batched_logp
-from .base.pipeline import BaseFit, fit_record
-from .base.plan import BASE_CHOICES, FULLRANK_MAX_DIM, ModelShape, plan_for, warn_fitted_funnel
-from .base.space import ModelSpace
+from .basefit.pipeline import BaseFit, fit_record
+from .basefit.plan import BASE_CHOICES, FULLRANK_MAX_DIM, ModelShape, plan_for, warn_fitted_funnel
 from .compat import get_group, group_names
 from .engines.batched import BatchedDensity, batched_log_densities
 from .hygiene import check_model
 from .nuts import SamplingArgs, run_nuts
 from .results.model_data import dims_of
+from .runtime import runtime_of
+from .runtime.batched_logp import batched_logp
+from .runtime.space import ModelSpace
 from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
 from .transforms.group_pair_effects import GroupPairOut
@@ -110,7 +110,7 @@ class EvidenceProblem:
     """A model prepared for evidence estimation; build with :meth:`build`.
 
     Immutable: the model, its space, the seeds, the call's options and the record of the
-    base fit (:class:`~pymc_evidence.base.pipeline.BaseFit`, fitted once when the problem
+    base fit (:class:`~pymc_evidence.basefit.pipeline.BaseFit`, fitted once when the problem
     is built for methods that start from a base). The reference NUTS runs live in one
     :class:`ReferenceRuns` that every :meth:`for_method` view shares.
 
@@ -132,7 +132,7 @@ class EvidenceProblem:
     base_spec : str or base
         ``"auto"``, ``"advi"``, ``"fullrank_advi"``, ``"prior"`` or a fitted base.
     base_kwargs : dict
-        The call's ``base_kwargs`` (:func:`~pymc_evidence.base.plan.plan_for`).
+        The call's ``base_kwargs`` (:func:`~pymc_evidence.basefit.plan.plan_for`).
     reparam : {"auto", None}
         The :meth:`build` argument (for a worker that prepares the model again).
     fitted : BaseFit or None
@@ -271,14 +271,14 @@ class EvidenceProblem:
     # -- base and densities ---------------------------------------------------------------
     @property
     def shape(self) -> ModelShape:
-        """What the base policy reads of the model (:mod:`~pymc_evidence.base.plan`)."""
+        """What the base policy reads of the model (:mod:`~pymc_evidence.basefit.plan`)."""
         small = self.space.ndim <= FULLRANK_MAX_DIM
         funnels = tuple(centred_scales(self.model)) if small else ()
         return ModelShape(self.space.ndim, funnels, self.hyperparameters_only)
 
     def fit_base(self, *, tempering: bool = False) -> BaseFit:
         """The record of this problem's base: the call's base fitted by the pipeline
-        (:func:`~pymc_evidence.base.pipeline.fit_record`, streams ``"base"``,
+        (:func:`~pymc_evidence.basefit.pipeline.fit_record`, streams ``"base"``,
         ``"defensive"`` and ``"recentre"``), or the fitted base it was given."""
         if not isinstance(self.base_spec, str):
             warn_fitted_funnel(self.shape, type(self.base_spec).__name__)
@@ -301,7 +301,7 @@ class EvidenceProblem:
     @property
     def tempering_base(self):
         """The base of ``ct``, ``gibbs_ct`` and ``st``
-        (:attr:`~pymc_evidence.base.pipeline.BaseFit.tempering`): the fit itself where
+        (:attr:`~pymc_evidence.basefit.pipeline.BaseFit.tempering`): the fit itself where
         :attr:`base` is its widened copy, and the fits as a mixture where the base merged
         distinct fits into one Gaussian (``smc`` keeps the merged Gaussian: all its
         particles move together, the modes in proportion)."""

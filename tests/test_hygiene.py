@@ -11,7 +11,7 @@ from scipy import stats
 
 import pymc_evidence as pme
 from pymc_evidence import ModelHygieneError, PriorBase, check_model
-from pymc_evidence.base import model_space
+from pymc_evidence.runtime import model_space
 from tests._accuracy import assert_log_z
 
 Y = np.array([0.4, -0.3, 1.1])

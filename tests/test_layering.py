@@ -27,20 +27,24 @@ LAYERS = {
     "datasets": 2,
     "testing": 2,
     "progress": 2,
-    "base": 3,
-    "transforms": 4,
-    "steps": 5,
-    "engines": 5,
-    "results": 6,
-    "problem": 7,
-    "nuts": 7,
-    "methods": 8,
-    "api": 9,
-    "compare": 10,
-    "compare_table": 10,
-    "compare_methods": 10,
-    "many": 10,
-    "plots": 10,
+    # the model runtime (space, compiled functions, backend) below the base densities, and
+    # the densities below their fit: a density never fits, the runtime knows no density
+    "runtime": 3,
+    "base": 4,
+    "basefit": 5,
+    "transforms": 6,
+    "steps": 7,
+    "engines": 7,
+    "results": 8,
+    "problem": 9,
+    "nuts": 9,
+    "methods": 10,
+    "api": 11,
+    "compare": 12,
+    "compare_table": 12,
+    "compare_methods": 12,
+    "many": 12,
+    "plots": 12,
 }
 # Neither may import the other (same layer), or the first may not import the second though it
 # sits above it: the results are the schema of the ``log_evidence`` group, so they compute
@@ -190,7 +194,7 @@ def test_checker_resolves_relative_and_local_imports(tmp_path):
     assert len(bad) == 3, bad
     assert "steps must not import engines" in bad[0]
     assert "top-level package" in bad[1]
-    assert "layer 10" in bad[2]
+    assert f"layer {LAYERS['plots']}" in bad[2]
     (root / "estimators.py").write_text("def f():\n    import pytensor.tensor as pt\n")
     assert "pure numpy" in _violations(root / "estimators.py", root)[0]
     (root / "record.py").write_text("import xarray\n")
@@ -296,7 +300,7 @@ def _module_stores(source: str) -> list[str]:
 @pytest.mark.parametrize("path", MODULES, ids=IDS)
 def test_compiled_functions_live_on_the_models_runtime(path):
     """No module keeps a store of its own (compiled functions, prepared models, settings):
-    they live on the model's runtime (:mod:`pymc_evidence.base.runtime`)."""
+    they live on the model's runtime (:mod:`pymc_evidence.runtime.runtime`)."""
     stores = _module_stores(path.read_text())
     assert not stores, f"{_rel(path)}: module-level stores {stores}; use ModelRuntime.compiled"
 
@@ -339,3 +343,27 @@ def test_results_import_no_estimator_step_or_engine(tmp_path):
     assert "results must not import estimators (pymc_evidence.estimators.ct)" in bad[0]
     assert "results must not import engines" in bad[1]  # same line: sorted by name
     assert "results must not import steps" in bad[2]
+
+
+def test_runtime_below_densities_below_their_fit(tmp_path):
+    """The model runtime knows no base density, and a density never fits: an import of
+    ``base/`` from ``runtime/``, or of ``basefit/`` from ``base/``, is refused; the other way
+    round is the direction of the layers."""
+    root = tmp_path / PACKAGE
+    for name in ("runtime", "base", "basefit"):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text("")
+    for name in ("runtime/space.py", "base/gaussian.py", "basefit/fit.py"):
+        (root / name).write_text("")
+    (root / "runtime" / "a.py").write_text("from ..base.gaussian import GaussianBase\n")
+    (root / "base" / "a.py").write_text(
+        "from ..runtime.space import ModelSpace\ndef f():\n    from ..basefit.fit import fit_base\n"
+    )
+    (root / "basefit" / "a.py").write_text(
+        "from ..base.gaussian import GaussianBase\nfrom ..runtime.space import ModelSpace\n"
+    )
+    bad = _violations(root / "runtime" / "a.py", root)
+    assert len(bad) == 1 and "runtime (layer 3) imports pymc_evidence.base.gaussian" in bad[0]
+    bad = _violations(root / "base" / "a.py", root)
+    assert len(bad) == 1 and "base (layer 4) imports pymc_evidence.basefit.fit" in bad[0]
+    assert not _violations(root / "basefit" / "a.py", root)

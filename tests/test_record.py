@@ -233,8 +233,9 @@ def test_base_fit_warning_when_full_rank_advi_fails():
         pm.Normal("y", mu, 1.0, observed=np.zeros((3, 2)))
 
     def fit():  # a learning rate that overflows every fit, full-rank first
-        from pymc_evidence.base import BasePlan, model_space
-        from pymc_evidence.base.pipeline import fit_plan
+        from pymc_evidence.basefit import BasePlan
+        from pymc_evidence.basefit.pipeline import fit_plan
+        from pymc_evidence.runtime import model_space
 
         plan = BasePlan("fullrank_advi", n_steps=20, learning_rate=1e8)
         with pytest.raises(pme.BaseFitError):

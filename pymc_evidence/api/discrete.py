@@ -16,10 +16,10 @@ import pytensor
 import xarray as xr
 from pytensor.graph.traversal import ancestors
 
-from ..base._compile import no_jit_mode, without_tracebacks
-from ..base.runtime import model_space
 from ..compat import get_group, group_names, set_group
 from ..results.model_data import dims_of
+from ..runtime._compile import no_jit_mode, without_tracebacks
+from ..runtime.runtime import model_space
 
 __all__ = ["with_discrete_draws"]
 

@@ -8,7 +8,6 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..base import model_space
 from ..compat import group_names
 from ..estimators.logspace import log_mean_exp_se
 from ..methods.bridge import SPEC as BRIDGE_SPEC
@@ -26,6 +25,7 @@ from ..results.error_measures import ErrorMeasures
 from ..results.error_measures import error_measures as _measures_of
 from ..results.external import is_sample_smc, sample_smc_log_z
 from ..results.schema import LOG_Z
+from ..runtime import model_space
 from ..transforms.tempering import ct_spec
 
 __all__ = [

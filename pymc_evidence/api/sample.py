@@ -7,8 +7,6 @@ from dataclasses import replace
 import pymc as pm
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import exact_float_math, resolve_backend, without_tracebacks
-from ..base.batched_logp import backend_used
 from ..compat import get_group, set_group
 from ..estimators.pooling import cross_check
 from ..estimators.record import with_se_floor
@@ -18,6 +16,8 @@ from ..problem import EvidenceProblem
 from ..record import add_messages
 from ..results.assemble import assemble_results
 from ..results.model_data import as_written
+from ..runtime._compile import exact_float_math, resolve_backend, without_tracebacks
+from ..runtime.batched_logp import backend_used
 from .bambi_models import bambi_posterior, is_bambi_model, pymc_model_of
 from .discrete import with_discrete_draws
 from .exact import exact_evidence

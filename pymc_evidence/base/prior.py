@@ -4,7 +4,7 @@ The prior is normalized on the raveled unconstrained space once the Jacobians of
 transforms are included, so it is a base like any other: :class:`PriorBase` draws from it
 exactly (forward sampling of the free variables, then their value transforms) and evaluates
 ``model.logp(vars=model.free_RVs, jacobian=True)``. Both compiled functions are made once per
-model and cached with its :class:`~pymc_evidence.base.space.ModelSpace`.
+model and cached with its :class:`~pymc_evidence.runtime.space.ModelSpace`.
 
 :func:`prior_draws` draws ``n`` points in one compiled, vectorized call: the graph of one draw
 (free variables and their forward transforms) is batched over a leading dimension of length
@@ -24,16 +24,14 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..progress import progress_bar
-from ._compile import checks_to_ninf, compile_fn, compile_rows, float64_constants
-from .batched_logp import batched_logp
+from ..runtime._compile import checks_to_ninf, compile_fn, compile_rows, float64_constants
+from ..runtime.runtime import model_space
+from ..runtime.space import ModelSpace
 from .gaussian import assign_shared, make_shared, shared_structure
-from .runtime import model_space
-from .space import ModelSpace
 
 _log = logging.getLogger("pymc_evidence")
 
-__all__ = ["PriorBase", "fit_starts", "prior_draws"]
+__all__ = ["PriorBase", "prior_draws"]
 
 #: Prior draws (seeded by :data:`MOMENT_SEED`) behind :meth:`PriorBase.moments` and ``scale``.
 N_MOMENT_DRAWS = 4000
@@ -141,23 +139,6 @@ def prior_draws(space: ModelSpace, n: int, seed) -> np.ndarray:
         else:
             out = np.array([np.asarray(fn(), dtype=float) for _ in range(n)])
     return out.reshape(n, space.ndim)
-
-
-def fit_starts(space, restarts: int, rng, progressbar: bool) -> np.ndarray:
-    """The ADVI fits' starts (the model's initial point, then prior draws), with the batched
-    density compiled (and cached) under a bar of its own: on a new model both compile, for
-    seconds (the LKJ model's first call spent them before its first bar), and a terminal
-    that shows nothing meanwhile looks hung."""
-    with progress_bar("Preparing the model: prior draws", 2, enabled=progressbar) as bar:
-        starts = [space.initial_x()]
-        if restarts > 1:
-            starts += list(prior_draws(space, restarts - 1, rng.integers(2**31)))
-        if bar is not None:
-            bar(1, description="Preparing the model: compiling its log density")
-        batched_logp(space)
-        if bar is not None:
-            bar(2, description="Preparing the model")
-    return np.array(starts)
 
 
 def _prior_logp_fn(space: ModelSpace):

@@ -10,7 +10,7 @@ normalized base log density ``log q`` on one flat vector, differentiates them wi
 (:meth:`~pymc_evidence.base.BaseDensity.logp_graph`), so every kind of base works alike.
 
 A base with a closed-form ``logp_grad`` (Gaussian and mixture bases) needs no graph: then
-``log f`` and its gradient come from :func:`~pymc_evidence.base.batched_logp.batched_logp`,
+``log f`` and its gradient come from :func:`~pymc_evidence.runtime.batched_logp.batched_logp`,
 the function ADVI compiled while fitting that base, and ``log q`` from numpy. One compile per
 model then serves the base fit and every particle method (on a cold start of ``smc`` the
 second compilation this saves was a sizeable share of the call).
@@ -30,11 +30,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..base._compile import checks_to_ninf, compile_rows, is_jax_rows, resolve_backend
-from ..base.batched_logp import BatchedLogp, batched_logp
 from ..base.gaussian import BaseDensity
-from ..base.runtime import runtime_of
-from ..base.space import ModelSpace
+from ..runtime._compile import checks_to_ninf, compile_rows, is_jax_rows, resolve_backend
+from ..runtime.batched_logp import BatchedLogp, batched_logp
+from ..runtime.runtime import runtime_of
+from ..runtime.space import ModelSpace
 from ..transforms.tempering import check_layout, raveled_value_vars, tempered_terms
 from .leapfrog import FUSED_MIN_ROWS, fused_trajectory
 
@@ -184,7 +184,7 @@ def batched_log_densities(
         are evaluated in a Python loop by a single-point function.
     backend : {None, "auto", "default", "jax"}
         None takes the backend of the model's runtime
-        (:attr:`~pymc_evidence.base.runtime.ModelRuntime.backend`).
+        (:attr:`~pymc_evidence.runtime.runtime.ModelRuntime.backend`).
 
     Returns
     -------

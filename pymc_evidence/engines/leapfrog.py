@@ -6,7 +6,7 @@ gradients. In numpy, each step is a call of the compiled density, a call of the 
 form and a few array operations, and on small models their fixed costs are most of the time
 (measured in :doc:`/performance`, "What a user meets: the first call on a new model"). Where
 the model's density runs on JAX
-(:class:`~pymc_evidence.base.jax_rows.JaxRows`) and the base has a jax form of its own
+(:class:`~pymc_evidence.runtime.jax_rows.JaxRows`) and the base has a jax form of its own
 (``jax_logp_grad``: Gaussian and mixture bases), :func:`leapfrogs` runs the whole trajectory
 as one jitted ``jax.lax.fori_loop``: one call, no Python between the steps, and the GIL free
 for the other runs' threads. This is written here, not taken from blackjax, because every
@@ -14,7 +14,7 @@ particle has its own temperature ``beta_i`` on the geometric path and its own st
 the density's two parts and their gradients must come back separately.
 
 The jitted trajectory is compiled once per density (its row count padded to a power of two
-as :class:`~pymc_evidence.base.jax_rows.JaxRows` pads; the number of steps is an argument,
+as :class:`~pymc_evidence.runtime.jax_rows.JaxRows` pads; the number of steps is an argument,
 not a constant), and only for at least :data:`FUSED_MIN_ROWS` particles: the 64 trial
 trajectories of a step-size search stay on the numpy path, which compiles nothing new.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base.jax_rows import pad_rows, padded_size
+from ..runtime.jax_rows import pad_rows, padded_size
 from .counts import Counts
 
 __all__ = [

@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
-from ..base.runtime import model_space
 from ..nuts import run_step
+from ..runtime.runtime import model_space
 
 __all__ = [
     "MAX_TEMPERING_MODES",
@@ -63,7 +63,7 @@ def separated_modes(base) -> int:
     """The separated modes a base holds: its mixture components with 1 % of its weight or
     more, or, for one Gaussian moment-matched to distinct fits (``kind="merged"``), the fits
     with 1 % of their summed evidence or more (pass the fit, not its widened copy:
-    :attr:`~pymc_evidence.base.pipeline.BaseFit.fit`)."""
+    :attr:`~pymc_evidence.basefit.pipeline.BaseFit.fit`)."""
     weights = getattr(base, "weights", None)
     if weights is None:
         log_zeta = np.asarray(getattr(base, "info", {}).get("component_log_zeta", [0.0]))
@@ -153,7 +153,7 @@ def with_base_weights_se(est, base):
     A chain that never crosses between the components of a mixture base (a spike inside a
     bump, say) estimates ``Z_k / w_k`` for the component it sits in, so its answer leans on
     the component weights, which no chain checks; their se (``base.info["base_weights_se"]``,
-    set by :func:`~pymc_evidence.base.modes.mixture_of`) then belongs in the estimate's.
+    set by :func:`~pymc_evidence.basefit.modes.mixture_of`) then belongs in the estimate's.
     On Skilling's phase transition the batch-means se alone of ``ct``, ``gibbs_ct`` and
     ``st`` was several times smaller than their errors (measured in :doc:`/hard_models`,
     "Every method, one seed"). Bases without that entry leave ``est`` unchanged.

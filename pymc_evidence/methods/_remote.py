@@ -22,9 +22,9 @@ import cloudpickle
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..base._compile import exact_float_math, without_tracebacks
-from ..base.jax_rows import jax_started
 from ..problem import EvidenceProblem
+from ..runtime._compile import exact_float_math, without_tracebacks
+from ..runtime.jax_rows import jax_started
 from ._runs import collect
 
 __all__ = ["RemoteJob", "RunRecipe", "check_executor", "remote_job", "submit_runs"]

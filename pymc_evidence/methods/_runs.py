@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from threadpoolctl import threadpool_limits
 
-from ..base.jax_rows import jax_started
+from ..runtime.jax_rows import jax_started
 
 __all__ = ["collect", "map_runs", "n_threads", "n_workers"]
 

@@ -4,10 +4,10 @@ Bridge sampling can only see the mass its posterior draws sample. A narrow mode 
 most of the evidence inside a broad one (a spike in a bump) is never entered by NUTS chains
 that start in the bump, and the estimate is the bump's mass alone, with a small se.
 
-The base's mode search (:func:`~pymc_evidence.base.mode_search.search_modes`) runs with
+The base's mode search (:func:`~pymc_evidence.basefit.mode_search.search_modes`) runs with
 each cluster's mean as a further start: quasi-Newton ascents of ``log f`` from the model's
 initial point, the clusters' means and the modes of a mixture likelihood's components
-(:mod:`~pymc_evidence.base.component_starts`) climb into such a mode when its basin holds
+(:mod:`~pymc_evidence.basefit.component_starts`) climb into such a mode when its basin holds
 one of those points; ascents from prior draws, in batches while they keep reaching new
 basins, also find a mirror mode that every chain missed (``y ~ N(theta^2, 1)`` with all
 chains at ``theta > 0``; with a few prior draws bridge missed the narrow mode of
@@ -18,7 +18,7 @@ is *missed* when no posterior draw comes within Mahalanobis distance
 Gaussian itself lies that close with probability 0.999). A missed mode whose
 importance-sampling mass (draws from its Laplace Gaussian) is a real share of the evidence
 and agrees with its Laplace mass is added to the estimate
-(:func:`~pymc_evidence.base.modes.credible_modes`, the rules that add missed modes to a
+(:func:`~pymc_evidence.basefit.modes.credible_modes`, the rules that add missed modes to a
 base); its mass is estimated again from fresh draws, for an estimate independent of that
 choice (the first where the fresh draws' ESS falls below the rule's), with the se of a
 log-mean of importance weights, ``sqrt(1 / ESS - 1 / n)``, and the distance from its
@@ -42,13 +42,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import linalg, stats
 
-from ..base.advi import BaseFitError, evaluate_bases
-from ..base.batched_logp import batched_logp
-from ..base.mode_search import WARN_UNSEEN, search_modes
-from ..base.modes import MIN_ESS_SHARE, credible_modes
+from ..basefit.advi import BaseFitError, evaluate_bases
+from ..basefit.mode_search import WARN_UNSEEN, search_modes
+from ..basefit.modes import MIN_ESS_SHARE, credible_modes
 from ..estimators.bridge_modes import barrier_between
 from ..estimators.diagnostics import CrossCheckWarning, tagged
 from ..nuts import run_nuts
+from ..runtime.batched_logp import batched_logp
 
 __all__ = [
     "MIN_MORE_CHAINS",
@@ -80,7 +80,7 @@ class MissedModes:
     """The modes the chains missed: the log masses (and their se) of those added to the
     estimate, how many more reach as high as the draws but could not be measured, and the
     share of the prior the mode search's ascents never reached a basin of
-    (:func:`~pymc_evidence.base.mode_search.unseen_share`)."""
+    (:func:`~pymc_evidence.basefit.mode_search.unseen_share`)."""
 
     log_mass: np.ndarray
     se: np.ndarray

@@ -7,7 +7,7 @@ log density once; adaptation rounds only update shared variables.
 
 Adaptation is the paper's bootstrap (Graham & Storkey, section 6): after a pilot run the
 base is refitted to the ``w1``-weighted posterior moments
-(:func:`~pymc_evidence.base.refit.refit_base`) and ``log zeta`` set to the current
+(:func:`~pymc_evidence.basefit.refit.refit_base`) and ``log zeta`` set to the current
 estimate, for a few rounds until ``log zeta`` is stable. The final estimate uses only the
 final run, whose base is frozen.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..base.refit import refit_base
+from ..basefit.refit import refit_base
 from ..compat import get_group
 from ..estimators.ct import base_moment_check, ct_log_evidence, ct_weights
 from ..nuts import run_nuts
@@ -55,7 +55,7 @@ class CTOptions(MethodOptions):
         The bootstrap rounds that refit the base and set ``log zeta`` (they stop early once
         it is stable), and the draws and tuning steps of each.
     covariance : {"auto", "full", "diag"}
-        Of the refitted base (:func:`~pymc_evidence.base.refit.refit_base`).
+        Of the refitted base (:func:`~pymc_evidence.basefit.refit.refit_base`).
 
     Examples
     --------

@@ -14,8 +14,8 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.hmc.nuts import NUTSState
 from pymc.step_methods.state import dataclass_state
 
-from ..base.fit import fit_base
 from ..base.gaussian import BaseDensity, GaussianBase
+from ..basefit.fit import fit_base
 from ..estimators.ct import sample_beta
 from ..transforms.tempered_draws import warn_tempered_draws
 from .tempered import OwnVariablesStep, continuous_model, initial_potential, tempered_density

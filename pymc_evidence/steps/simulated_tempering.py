@@ -23,7 +23,7 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.hmc.nuts import NUTSState
 from pymc.step_methods.state import dataclass_state
 
-from ..base.fit import fit_base
+from ..basefit.fit import fit_base
 from ..estimators.rts import (
     adaptation_converged,
     default_ladder,

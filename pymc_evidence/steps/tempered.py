@@ -21,9 +21,9 @@ from pymc.model.core import ValueGradFunction
 from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
 
 from ..base.gaussian import BaseDensity
-from ..base.runtime import model_space
-from ..base.space import ModelSpace
 from ..hygiene import check_model
+from ..runtime.runtime import model_space
+from ..runtime.space import ModelSpace
 from ..transforms.marginal import sum_out_discrete
 from ..transforms.tempering import check_layout, check_structure, tempered_terms
 

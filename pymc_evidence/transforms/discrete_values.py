@@ -12,9 +12,9 @@ import pymc as pm
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from ..base._compile import compile_fn
-from ..base.runtime import model_space
 from ..hygiene import ModelHygieneError
+from ..runtime._compile import compile_fn
+from ..runtime.runtime import model_space
 
 __all__ = [
     "MAX_JOINT_VALUES",

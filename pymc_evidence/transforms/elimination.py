@@ -27,7 +27,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
-from ..base.runtime import model_space
+from ..runtime.runtime import model_space
 from .discrete_values import (
     MAX_JOINT_VALUES,
     dependent_terms,
@@ -178,7 +178,7 @@ def eliminate(model: pm.Model, discrete) -> Eliminated | None:
 
 def _without_traces(graphs) -> list:
     """A copy of ``graphs`` whose variables keep no creation traceback (see
-    :func:`~pymc_evidence.base._compile.without_tracebacks`: on a chain of steps each
+    :func:`~pymc_evidence.runtime._compile.without_tracebacks`: on a chain of steps each
     holding the same constant, their lists double at every rewrite)."""
     graphs = clone_replace(graphs)
     for var in ancestors(graphs):

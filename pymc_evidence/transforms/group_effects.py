@@ -250,7 +250,7 @@ def choose_rule(model: pm.Model, terms: RowTerms) -> GroupRule:
     first two derivatives in the effect), the same steps and rule as
     :mod:`.group_quadrature`'s graph; the mode is that of the hyperparameters' prior times
     the Laplace approximation of the integral (:func:`.group_rule.rule_points`)."""
-    from ..base._compile import compile_fn
+    from ..runtime._compile import compile_fn
 
     d1, d2 = terms.derivatives(terms.u)
     graphs = [terms.at(terms.u), d1, d2, terms.mean, terms.sd]

@@ -152,7 +152,7 @@ def integrate_pair(model: pm.Model, effects, terms: PairTerms, back=None) -> Gro
 def choose_rule(model: pm.Model, terms: PairTerms) -> GroupRule:
     """The Newton steps and nodes per dimension, chosen as
     :func:`.group_effects.choose_rule` chooses them for one effect, in numpy."""
-    from ..base._compile import compile_fn
+    from ..runtime._compile import compile_fn
 
     ua, ub = terms.us
     derivatives = terms.derivatives(ua, ub)

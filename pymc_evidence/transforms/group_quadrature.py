@@ -36,7 +36,7 @@ import pytensor.tensor as pt
 from pytensor.gradient import zero_grad
 from pytensor.graph.replace import graph_replace, vectorize_graph
 
-from ..base.graph_traits import GROUP_INDEX
+from ..runtime.graph_traits import GROUP_INDEX
 
 __all__ = ["MAX_STEP", "GroupRule", "RowTerms", "log_marginal", "mode_and_scale", "newton"]
 
@@ -89,8 +89,8 @@ class RowTerms:
         return graph_replace([d1, d2], {self.u: u}, strict=False)
 
     def _constant(self, values):
-        """An integer constant named :data:`~pymc_evidence.base.graph_traits.GROUP_INDEX`,
-        which :func:`~pymc_evidence.base.graph_traits.gathers_data` passes: this graph runs
+        """An integer constant named :data:`~pymc_evidence.runtime.graph_traits.GROUP_INDEX`,
+        which :func:`~pymc_evidence.runtime.graph_traits.gathers_data` passes: this graph runs
         on XLA, faster than on numba and compiled far sooner (measured in
         :doc:`/performance`, "What a user meets: the first call on a new model")."""
         return pt.constant(np.asarray(values, dtype=np.int64), name=GROUP_INDEX)

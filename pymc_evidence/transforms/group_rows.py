@@ -20,7 +20,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import NormalRV
 
-from ..base.simplify import simplify_logp
+from ..runtime.simplify import simplify_logp
 from .gaussian_latent import dependents, free_of, static_size
 from .group_quadrature import RowTerms
 

@@ -128,7 +128,7 @@ def prior_of(model: pm.Model, inputs):
     """The log prior density (Jacobians included) of the free variables whose values are
     ``inputs``, as a function of an argument list of ``inputs`` (other values at the
     initial point), in numpy."""
-    from ..base._compile import compile_fn
+    from ..runtime._compile import compile_fn
 
     rvs = [model.values_to_rvs[v] for v in inputs if v in model.values_to_rvs]
     if not rvs:

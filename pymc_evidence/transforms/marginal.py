@@ -30,9 +30,9 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from pytensor.graph.traversal import ancestors
 
-from ..base._compile import compile_fn
-from ..base.runtime import model_space
 from ..hygiene import is_discrete
+from ..runtime._compile import compile_fn
+from ..runtime.runtime import model_space
 from .discrete_values import (
     MAX_JOINT_VALUES,
     dependent_terms,

@@ -4,8 +4,8 @@ A call's problem (:class:`~pymc_evidence.problem.EvidenceProblem`) works on a co
 user's model: its discrete variables summed out (:mod:`.marginal`), its Gaussian latents
 integrated (:mod:`.gaussian_latent`), its centred location-scale variables non-centred
 (:mod:`.reparam`). Each copy is kept by the user's model's runtime
-(:meth:`~pymc_evidence.base.runtime.ModelRuntime.prepared`) while the model's variables,
-coords and data are unchanged (:func:`~pymc_evidence.base.runtime.fingerprint`), so that
+(:meth:`~pymc_evidence.runtime.runtime.ModelRuntime.prepared`) while the model's variables,
+coords and data are unchanged (:func:`~pymc_evidence.runtime.runtime.fingerprint`), so that
 the functions compiled for it are reused by later calls (with a new copy per call, a warm
 ``smc`` compiles again).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pymc as pm
 
-from ..base.runtime import fingerprint, runtime_of
+from ..runtime.runtime import fingerprint, runtime_of
 from .gaussian_latent import GaussianOut, integrate_gaussian_latent
 from .group_effects import GroupEffectsOut, integrate_group_effects
 from .group_pair_effects import GroupPairOut

@@ -40,9 +40,9 @@ from pytensor.graph.basic import Constant
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type_other import NoneTypeT
 
-from ..base.model_copy import model_fgraph, with_initvals
-from ..base.runtime import runtime_of
 from ..estimators.diagnostics import ModelWarning, warn_user
+from ..runtime.model_copy import model_fgraph, with_initvals
+from ..runtime.runtime import runtime_of
 from .group_rows import data_rich
 
 try:  # PyTensor >= 2.32 moved graph walks to ``traversal``

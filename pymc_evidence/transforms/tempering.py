@@ -24,9 +24,9 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 
 from ..base.gaussian import BaseDensity, graph_form
-from ..base.model_copy import copy_model
-from ..base.runtime import model_space, runtime_of
 from ..hygiene import check_model
+from ..runtime.model_copy import copy_model
+from ..runtime.runtime import model_space, runtime_of
 from .tempered_draws import warn_tempered_draws
 
 __all__ = ["CTSpec", "continuous_tempering", "ct_spec", "set_base", "tempered_terms"]
@@ -202,7 +202,7 @@ def continuous_tempering(
 
 def ct_spec(ext: pm.Model) -> CTSpec:
     """The :class:`CTSpec` of a model built by :func:`continuous_tempering` (kept as the
-    :attr:`~pymc_evidence.base.runtime.ModelRuntime.origin` of its runtime)."""
+    :attr:`~pymc_evidence.runtime.runtime.ModelRuntime.origin` of its runtime)."""
     spec = runtime_of(ext).origin if isinstance(ext, pm.Model) else None
     if not isinstance(spec, CTSpec):
         raise ValueError("this model was not built by pymc_evidence.continuous_tempering")

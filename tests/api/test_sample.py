@@ -14,8 +14,8 @@ from scipy import stats
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase
-from pymc_evidence.base import model_space
 from pymc_evidence.compat import from_netcdf, get_group, group_names, new_idata, to_netcdf
+from pymc_evidence.runtime import model_space
 from tests._accuracy import assert_log_z
 
 Y = np.array([0.8, -0.5])

@@ -102,7 +102,7 @@ def test_poisson_random_intercepts_where_full_rank_advi_diverges():
 def test_an_advi_step_far_below_the_recent_elbo_is_skipped():
     """The rule behind the previous test: more than 1000 nats below the median of the last
     complete window of 50 noisy ELBOs (NaN where a step was skipped), from step 50 on."""
-    from pymc_evidence.base.advi import COLLAPSE_DROP, COLLAPSE_WINDOW, _Collapse
+    from pymc_evidence.basefit.advi import COLLAPSE_DROP, COLLAPSE_WINDOW, _Collapse
 
     traces = np.full((3, 200), -200.0)
     traces[2, 60:90] = np.nan  # skipped steps do not move the reference

@@ -14,18 +14,20 @@ from scipy import special, stats
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase, PriorBase
-from pymc_evidence.base import BasePlan, model_space, prior_draws
-from pymc_evidence.base.advi import (
+from pymc_evidence.base import prior_draws
+from pymc_evidence.base.gaussian import moment_match
+from pymc_evidence.basefit import BasePlan
+from pymc_evidence.basefit.advi import (
     _draw_points,
     _elbo_gradients,
     _init_params,
     batched_logp,
     run_advi,
 )
-from pymc_evidence.base.gaussian import moment_match
-from pymc_evidence.base.pipeline import fit_plan
-from pymc_evidence.base.widen import DEFENSIVE, DEFENSIVE_WIDTH, WIDEN, WIDEN_BELOW
+from pymc_evidence.basefit.pipeline import fit_plan
+from pymc_evidence.basefit.widen import DEFENSIVE, DEFENSIVE_WIDTH, WIDEN, WIDEN_BELOW
 from pymc_evidence.problem import EvidenceProblem
+from pymc_evidence.runtime import model_space
 from pymc_evidence.testing import conjugate_regression, mixture_likelihood
 from tests._accuracy import assert_below, assert_estimate
 
@@ -151,7 +153,7 @@ def test_no_widening_on_an_ess_of_noise(monkeypatch):
     """Two ESS of one or two draws in a thousand say nothing: a wider base with an ESS of 1.4
     does not replace a fit's 1.3 (the 300-group hierarchy at seed 4, whose widened base
     then took 23 SMC stages); one with a real ESS (50) does."""
-    from pymc_evidence.base import widen
+    from pymc_evidence.basefit import widen
 
     base = GaussianBase(np.zeros(3), np.eye(3), 0.0, "advi")
     for wider_ess, factor in ((1.4, 1.0), (50.0, WIDEN[0])):
@@ -608,8 +610,8 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
     generator; the same seed gives a bit-identical base."""
     import inspect
 
-    from pymc_evidence.base import DEFAULT_RESTARTS
-    from pymc_evidence.base import advi_fits as fit_module
+    from pymc_evidence.basefit import DEFAULT_RESTARTS
+    from pymc_evidence.basefit import advi_fits as fit_module
 
     assert DEFAULT_RESTARTS == 8
     assert inspect.signature(pme.fit_base).parameters["restarts"].default == DEFAULT_RESTARTS
@@ -678,7 +680,7 @@ def test_no_jit_clip_runs_as_numpy_with_the_values_of_clip():
     element by element) to switches: the values of ``clip``, NaN and ``lo > hi`` included."""
     import pytensor.tensor as pt
 
-    from pymc_evidence.base._compile import compile_fn
+    from pymc_evidence.runtime._compile import compile_fn
 
     x, lo, hi = pt.vector("x"), pt.scalar("lo"), pt.scalar("hi")
     fn = compile_fn([x, lo, hi], pt.clip(x, lo, hi), jit=False)

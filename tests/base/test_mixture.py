@@ -12,9 +12,10 @@ import pytest
 from scipy import integrate, special, stats
 
 import pymc_evidence as pme
-from pymc_evidence.base import BaseDensity, GaussianBase, MixtureBase, PriorBase, model_space
+from pymc_evidence.base import BaseDensity, GaussianBase, MixtureBase, PriorBase
 from pymc_evidence.base.gaussian import moment_match
 from pymc_evidence.engines import batched_log_densities
+from pymc_evidence.runtime import model_space
 from pymc_evidence.steps.tempered import initial_potential, tempered_density
 from pymc_evidence.testing import mixture_likelihood
 from pymc_evidence.transforms import ct_spec, set_base

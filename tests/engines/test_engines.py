@@ -7,7 +7,6 @@ from scipy.special import logsumexp
 
 import pymc_evidence as pme
 from pymc_evidence.base import GaussianBase
-from pymc_evidence.base.runtime import model_space
 from pymc_evidence.engines import (
     Counts,
     KernelSettings,
@@ -19,6 +18,7 @@ from pymc_evidence.engines import (
     rwm_step,
     sigmoidal_schedule,
 )
+from pymc_evidence.runtime.runtime import model_space
 from pymc_evidence.testing.models import conjugate_regression
 from tests._accuracy import assert_above, assert_below, assert_log_z
 
@@ -101,7 +101,7 @@ def test_batched_cache_and_loop_fallback(halfnormal_model):
 
 
 def test_vectorize_failure_warns_and_loops(halfnormal_model, monkeypatch):
-    import pymc_evidence.base._compile as _compile_module
+    import pymc_evidence.runtime._compile as _compile_module
 
     def broken(*args, **kwargs):
         raise NotImplementedError("no batched form")

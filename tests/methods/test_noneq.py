@@ -280,7 +280,7 @@ def test_reverse_methods_refuse_more_modes_than_chains():
     from types import SimpleNamespace
 
     from pymc_evidence.base import GaussianBase, MixtureBase
-    from pymc_evidence.base.pipeline import BaseFit
+    from pymc_evidence.basefit.pipeline import BaseFit
     from pymc_evidence.methods._nuts import refuse_modes_beyond_chains, separated_modes
 
     def mixture(k, small=0):

@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import pymc_evidence as pme
-from pymc_evidence.base import fit_base
+from pymc_evidence.basefit import fit_base
 from pymc_evidence.compat import from_netcdf, get_group, to_netcdf
 from pymc_evidence.estimators.diagnostics import EvidenceWarning
 from pymc_evidence.testing import models as tm

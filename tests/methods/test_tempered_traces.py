@@ -16,12 +16,12 @@ import xarray as xr
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase
-from pymc_evidence.base import model_space
 from pymc_evidence.compat import get_group, new_idata
 from pymc_evidence.methods._particles import reverse_start
 from pymc_evidence.methods.st_trace import refuse_tempered
 from pymc_evidence.problem import EvidenceProblem
 from pymc_evidence.results.schema import estimate_to_dataset
+from pymc_evidence.runtime import model_space
 
 
 def _model():

@@ -15,7 +15,7 @@ from scipy import special, stats
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase
-from pymc_evidence.base import model_space
+from pymc_evidence.runtime import model_space
 from pymc_evidence.testing import beta_bernoulli
 from tests._accuracy import assert_log_z
 

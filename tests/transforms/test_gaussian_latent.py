@@ -70,8 +70,8 @@ def test_gp_marginal_factors_the_kernel_once(gp):
     from pytensor.graph.basic import Constant
     from pytensor.graph.traversal import ancestors
 
-    from pymc_evidence.base.batched_logp import _point_graph
-    from pymc_evidence.base.runtime import model_space
+    from pymc_evidence.runtime.batched_logp import _point_graph
+    from pymc_evidence.runtime.runtime import model_space
 
     out = integrate_gaussian_latent(gp[0])
     flat, graphs = _point_graph(model_space(out.model))

@@ -32,8 +32,8 @@ def test_gaussian_pair_is_exact():
 def test_gaussian_pair_gradient_on_jax_matches_finite_differences():
     """The rank-one row Hessians' negative part: PyTensor's gradient of ``maximum`` at their
     zero eigenvalue was wrong on JAX (``∂/∂ log sa`` off by 0.15-2.8 at these points)."""
-    from pymc_evidence.base import model_space
-    from pymc_evidence.base.batched_logp import batched_logp
+    from pymc_evidence.runtime import model_space
+    from pymc_evidence.runtime.batched_logp import batched_logp
 
     out = integrate_group_effects(slope_hierarchy(J=150, rows=4, seed=1, exact=False).model)
     space = model_space(out.model)

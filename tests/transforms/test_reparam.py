@@ -213,7 +213,7 @@ def test_custom_initial_values_are_kept_where_the_variable_is():
 def test_a_funnel_kept_as_written_anneals_from_the_prior():
     """reparam=None keeps the centred eight-schools funnel; base="auto" then anneals from
     the prior (the ADVI base never covers the neck: smc was -0.33 nats, 11 se, low)."""
-    from pymc_evidence.base.plan import auto_plan
+    from pymc_evidence.basefit.plan import auto_plan
     from pymc_evidence.problem import EvidenceProblem
     from pymc_evidence.transforms import centred_scales
 

@@ -12,7 +12,7 @@ from scipy import special, stats
 
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase, PriorBase
-from pymc_evidence.base import model_space
+from pymc_evidence.runtime import model_space
 from pymc_evidence.transforms import ct_spec, set_base
 
 Y = np.array([0.7, -0.2, 1.3, 0.4])

@@ -8,7 +8,8 @@ import numpy as np
 import pymc as pm
 
 import pymc_evidence as pme
-from pymc_evidence.base import GaussianBase, model_space
+from pymc_evidence.base import GaussianBase
+from pymc_evidence.runtime import model_space
 
 
 def _model():

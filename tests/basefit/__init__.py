@@ -1,0 +1,1 @@
+"""Tests of :mod:`pymc_evidence.basefit`."""
