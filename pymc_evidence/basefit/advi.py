@@ -1,4 +1,5 @@
-"""Automatic differentiation variational inference (ADVI) on a :class:`ModelSpace`.
+"""Automatic differentiation variational inference (ADVI) on a model's raveled space
+(:class:`~pymc_evidence.runtime.ModelSpace`).
 
 A small, self-contained implementation (Kucukelbir et al. 2017) that fits every restart at
 once: the parameters of ``R`` Gaussians are one ``(R, n_params)`` array, and each Adam step

@@ -24,8 +24,9 @@ calls or to inherit in worker processes. A pickled model (an executor's task,
 :mod:`~pymc_evidence.methods._remote`) carries an empty runtime, never compiled functions
 (:meth:`ModelRuntime.__reduce__`), and a copy made by ``model.copy()`` starts its own.
 
-The module lives in ``base/``, beside the modules whose functions it holds (``space``,
-``batched_logp``, ``_compile``): the densities and base fits, below the transforms, read it.
+The module lives in ``runtime/``, beside the modules whose functions it holds (``space``,
+``batched_logp``, ``_compile``): the base densities (``base/``), their fit (``basefit/``) and
+the transforms, all above it, read it.
 """
 
 from __future__ import annotations

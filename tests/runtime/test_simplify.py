@@ -1,4 +1,4 @@
-"""Log density rewrites PyTensor lacks (base.simplify): the same values and derivatives,
+"""Log density rewrites PyTensor lacks (runtime.simplify): the same values and derivatives,
 fewer transcendental ops. Truths from scipy's logistic functions, not the rewritten graph."""
 
 import numpy as np
