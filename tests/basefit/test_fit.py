@@ -1,11 +1,9 @@
-"""Base densities: ADVI fits against exact Gaussian posteriors, the Gaussian base itself,
-moment matching, and the model's raveled unconstrained space.
+"""The base fit: ADVI fits against exact Gaussian posteriors, widening, restarts on a
+bimodal posterior, the prior base as a fit, and the argument checks.
 
 The conjugate regression below has a strongly correlated posterior (correlation -0.58
 between two weights), so mean-field and full-rank fits are told apart by their variances.
 """
-
-import warnings
 
 import numpy as np
 import pymc as pm
@@ -15,13 +13,11 @@ from scipy import special, stats
 import pymc_evidence as pme
 from pymc_evidence import GaussianBase, PriorBase
 from pymc_evidence.base import prior_draws
-from pymc_evidence.base.gaussian import moment_match
 from pymc_evidence.basefit import BasePlan
 from pymc_evidence.basefit.advi import (
     _draw_points,
     _elbo_gradients,
     _init_params,
-    batched_logp,
     run_advi,
 )
 from pymc_evidence.basefit.pipeline import fit_plan
@@ -243,7 +239,7 @@ def test_single_fit_sees_one_mode_and_the_mode_search_the_other(mixture):
 
 
 # ------------------------------------------------------------------------------------------
-# Prior base and argument checks
+# The prior base as a fit, and argument checks
 def test_prior_base(regression):
     with regression[0].model:
         base = pme.fit_base("prior")
@@ -251,115 +247,6 @@ def test_prior_base(regression):
     assert base.kind == "prior" and base.log_zeta == 0.0
     assert base.names == ("w",) and base.sizes == (3,) and base.ndim == 3
     assert base.space is model_space(regression[0].model)
-
-
-S_SCALE, MU_LOC = 2.0, 1.0
-
-
-@pytest.fixture(scope="module")
-def hierarchical_prior():
-    """s ~ HalfNormal(2), mu ~ N(1, s) (2,): unconstrained x = (log s, mu_1, mu_2)."""
-    with pm.Model() as model:
-        s = pm.HalfNormal("s", np.float64(S_SCALE))
-        mu = pm.Normal("mu", np.float64(MU_LOC), s, shape=2)
-        pm.Normal("y", mu.sum(), 1.0, observed=np.array([0.5]))
-    return model, PriorBase.for_model(model)
-
-
-def prior_logp_by_hand(x):
-    """log HalfNormal(s; 2) + log s (Jacobian) + log N(mu; 1, s)."""
-    x = np.atleast_2d(x)
-    s = np.exp(x[:, 0])
-    return (
-        stats.halfnorm.logpdf(s, scale=S_SCALE)
-        + x[:, 0]
-        + stats.norm.logpdf(x[:, 1:], MU_LOC, s[:, None]).sum(axis=1)
-    )
-
-
-def test_prior_logp_matches_hand_derivation(hierarchical_prior):
-    _, base = hierarchical_prior
-    x = np.random.default_rng(0).normal(size=(8, 3))
-    np.testing.assert_allclose(base.logp(x), prior_logp_by_hand(x), rtol=1e-10)
-
-
-def test_prior_logp_is_normalized():
-    with pm.Model() as model:  # 2-D version of the hierarchical prior, by quadrature
-        s = pm.HalfNormal("s", np.float64(S_SCALE))
-        pm.Normal("mu", np.float64(MU_LOC), s)
-    base = PriorBase.for_model(model)
-    # log s on a grid; mu on a grid scaled to each s (mu = 1 + s t, d mu = s dt)
-    a, t = np.linspace(-14.0, 4.0, 721), np.linspace(-9.0, 9.0, 721)
-    aa, tt = np.meshgrid(a, t, indexing="ij")
-    mu = MU_LOC + np.exp(aa) * tt
-    dens = np.exp(base.logp(np.column_stack([aa.ravel(), mu.ravel()]))).reshape(aa.shape)
-    total = np.trapezoid(np.trapezoid(dens, t, axis=1) * np.exp(a), a)
-    assert total == pytest.approx(1.0, abs=1e-4)
-
-
-def test_prior_samples_match_the_prior(hierarchical_prior):
-    _, base = hierarchical_prior
-    x = base.sample(20_000, np.random.default_rng(1))
-    assert x.shape == (20_000, 3)
-    s = np.exp(x[:, 0])
-    assert stats.kstest(s, stats.halfnorm(scale=S_SCALE).cdf).pvalue > 1e-3
-    z = (x[:, 1:] - MU_LOC) / s[:, None]  # mu | s ~ N(1, s): standardised, N(0, 1)
-    for j in range(2):
-        assert stats.kstest(z[:, j], "norm").pvalue > 1e-3
-    assert abs(np.corrcoef(z[:, 0], z[:, 1])[0, 1]) < 0.03
-    # E[log s] = log 2 + E[log |N(0, 1)|] = log 2 - (euler_gamma + log 2) / 2
-    mean, cov = base.moments()
-    expected = np.log(S_SCALE) - 0.5 * (np.euler_gamma + np.log(2.0))
-    assert mean[0] == pytest.approx(expected, abs=0.08)
-    assert cov[0, 0] == pytest.approx(np.pi**2 / 8, rel=0.1)
-    assert np.all(np.isfinite(base.scale)) and np.all(base.scale > 0)
-
-
-def test_prior_draws_are_seeded_and_vectorized(hierarchical_prior):
-    model, base = hierarchical_prior
-    space = model_space(model)
-    a, b = prior_draws(space, 50, 5), prior_draws(space, 50, 5)
-    np.testing.assert_array_equal(a, b)
-    assert not np.allclose(a, prior_draws(space, 50, 6))
-    g1, g2 = base.sample(7, np.random.default_rng(3)), base.sample(7, np.random.default_rng(3))
-    np.testing.assert_array_equal(g1, g2)
-    from pymc_evidence.base.prior import _cache
-
-    assert _cache(space)["draw"][2]  # the vectorized path
-
-
-def test_prior_draws_respect_dependent_bounds():
-    """u ~ Uniform(0, ub) with ub ~ Exponential(1): the interval transform of each draw must
-    use that draw's ub, so sigmoid(x_u) = u / ub is Uniform(0, 1)."""
-    with pm.Model() as model:
-        ub = pm.Exponential("ub", 1.0)
-        pm.Uniform("u", 0.0, ub, shape=2)
-    x = prior_draws(model_space(model), 5000, 0)
-    assert np.all(np.isfinite(x))
-    ratio = special.expit(x[:, 1:]).ravel()
-    assert stats.kstest(ratio, "uniform").pvalue > 1e-3
-    assert stats.kstest(np.exp(x[:, 0]), "expon").pvalue > 1e-3
-
-
-def test_prior_draws_fall_back_when_not_batchable():
-    """ZeroSumNormal with a random sigma cannot be batched: a loop (logged, no warning)."""
-    with pm.Model() as model:
-        tau = pm.HalfNormal("tau", 1.0)
-        pm.ZeroSumNormal("z", sigma=tau, shape=3)
-    space = model_space(model)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", pme.ModelWarning)
-        x = prior_draws(space, 300, 1)
-    np.testing.assert_array_equal(x, prior_draws(space, 300, 1))
-    assert x.shape == (300, 3) and np.all(np.isfinite(PriorBase.for_model(model).logp(x)))
-    assert stats.kstest(np.exp(x[:, 0]), stats.halfnorm().cdf).pvalue > 1e-3
-
-
-def test_prior_base_without_a_model_refuses_to_sample():
-    base = PriorBase(names=("w",), sizes=(3,))
-    assert base.ndim == 3
-    with pytest.raises(ValueError, match="for_model"):
-        base.sample(3, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize(
@@ -372,163 +259,7 @@ def test_fit_base_bad_arguments(regression, kwargs, match):
 
 
 # ------------------------------------------------------------------------------------------
-# GaussianBase and moment_match
-@pytest.fixture(scope="module")
-def random_gaussian():
-    rng = np.random.default_rng(42)
-    a = rng.normal(size=(4, 4))
-    cov = a @ a.T + 0.5 * np.eye(4)
-    mean = rng.normal(size=4)
-    return mean, cov, GaussianBase(mean, np.linalg.cholesky(cov), log_zeta=0.0, kind="moments")
-
-
-def test_gaussian_logp_matches_scipy(random_gaussian):
-    mean, cov, base = random_gaussian
-    x = np.random.default_rng(1).normal(size=(7, 4)) * 2
-    np.testing.assert_allclose(
-        base.logp(x), stats.multivariate_normal(mean, cov).logpdf(x), rtol=1e-12
-    )
-    assert base.logp(x[0]).shape == (1,)
-    np.testing.assert_allclose(base.cov, cov, rtol=1e-12)
-    np.testing.assert_allclose(base.std, np.sqrt(np.diag(cov)), rtol=1e-12)
-    assert base.log_det_chol() == pytest.approx(0.5 * np.linalg.slogdet(cov)[1], rel=1e-12)
-
-
-def test_gaussian_sample_moments(random_gaussian):
-    mean, cov, base = random_gaussian
-    x = base.sample(40_000, np.random.default_rng(3))
-    assert x.shape == (40_000, 4)
-    se = np.sqrt(np.diag(cov) / 40_000)
-    assert_estimate(x.mean(axis=0), mean, se, abs_tol=0.02 * np.sqrt(np.max(np.diag(cov))))
-    np.testing.assert_allclose(np.cov(x.T), cov, atol=0.05 * np.max(np.diag(cov)))
-
-
-def test_gaussian_from_moments_and_validation(random_gaussian):
-    mean, cov, _ = random_gaussian
-    base = GaussianBase.from_moments(mean, cov, log_zeta=-2.0)
-    np.testing.assert_allclose(base.cov, cov, rtol=1e-7)
-    assert base.log_zeta == -2.0 and base.kind == "moments"
-    assert base.with_values(log_zeta=1.0).log_zeta == 1.0 and base.log_zeta == -2.0
-    with pytest.raises(ValueError):
-        GaussianBase(np.zeros(2), np.eye(3), log_zeta=0.0, kind="x")
-    with pytest.raises(ValueError):
-        GaussianBase(np.zeros(2), np.diag([1.0, 0.0]), log_zeta=0.0, kind="x")
-    with pytest.raises(ValueError):
-        GaussianBase(np.array([0.0, np.nan]), np.eye(2), log_zeta=0.0, kind="x")
-
-
-def test_moment_match_hand_numbers():
-    """Weights 1/4, 3/4; means (0,0), (2,-2); covariances I, 2I:
-    mean = (1.5, -1.5); E[xx'] = I/4 + 3/4 (2I + [[4,-4],[-4,4]]) = [[4.75,-3],[-3,4.75]];
-    cov = E[xx'] - mean mean' = [[2.5, -0.75], [-0.75, 2.5]]."""
-    means = np.array([[0.0, 0.0], [2.0, -2.0]])
-    covs = np.array([np.eye(2), 2 * np.eye(2)])
-    for log_w in (np.log([0.25, 0.75]), np.array([10.0, 10.0 + np.log(3.0)])):  # unnormalized
-        mean, cov = moment_match(log_w, means, covs)
-        np.testing.assert_allclose(mean, [1.5, -1.5], rtol=1e-12)
-        np.testing.assert_allclose(cov, [[2.5, -0.75], [-0.75, 2.5]], rtol=1e-12)
-
-
-# ------------------------------------------------------------------------------------------
-# ModelSpace
-@pytest.fixture(scope="module")
-def constrained_model():
-    with pm.Model() as model:
-        s = pm.HalfNormal("s", np.float64(2.0))
-        p = pm.Beta("p", np.float64(2.0), np.float64(3.0), shape=2)
-        mu = pm.Normal("mu", np.float64(0.0), np.float64(1.0), shape=(2, 2))
-        pm.Normal("y", mu.sum() * p.sum(), s, observed=np.array([0.3, 1.2]))
-    return model
-
-
-def test_space_layout(constrained_model):
-    space = model_space(constrained_model)
-    assert space is model_space(constrained_model)  # cached
-    assert space.names == ("s_log__", "p_logodds__", "mu")
-    assert space.sizes == (1, 2, 4) and space.ndim == 7
-    assert space.shapes == ((), (2,), (2, 2))
-
-
-def test_unconstrain_is_log_and_logit(constrained_model):
-    space = model_space(constrained_model)
-    rng = np.random.default_rng(0)
-    s = rng.uniform(0.1, 3.0, size=(2, 5))
-    p = rng.uniform(0.05, 0.95, size=(2, 5, 2))
-    mu = rng.normal(size=(2, 5, 2, 2))
-    x = space.unconstrain({"s": s, "p": p, "mu": mu})
-    assert x.shape == (2, 5, 7)
-    np.testing.assert_allclose(x[..., 0], np.log(s), rtol=1e-12)
-    np.testing.assert_allclose(x[..., 1:3], special.logit(p), rtol=1e-10)
-    np.testing.assert_allclose(x[..., 3:], mu.reshape(2, 5, 4), rtol=1e-12)
-    # and back
-    back = space.constrain(x[1, 3])
-    assert back["s"] == pytest.approx(s[1, 3], rel=1e-12)
-    np.testing.assert_allclose(back["p"], p[1, 3], rtol=1e-10)
-    np.testing.assert_allclose(back["mu"], mu[1, 3], rtol=1e-12)
-    # ravel / unravel of value points
-    point = space.unravel(x[0, 0])
-    assert set(point) == set(space.names) and point["mu"].shape == (2, 2)
-    np.testing.assert_array_equal(space.ravel(point), x[0, 0])
-
-
-def test_space_logp_includes_jacobians(constrained_model):
-    space = model_space(constrained_model)
-    x = np.array([np.log(1.3), special.logit(0.3), special.logit(0.6), 0.1, -0.2, 0.5, 0.3])
-    s, p, mu = 1.3, np.array([0.3, 0.6]), x[3:]
-    expected = (
-        stats.halfnorm.logpdf(s, scale=2.0)
-        + np.log(s)
-        + stats.beta.logpdf(p, 2, 3).sum()
-        + np.log(p * (1 - p)).sum()
-        + stats.norm.logpdf(mu).sum()
-        + stats.norm.logpdf([0.3, 1.2], mu.sum() * p.sum(), s).sum()
-    )
-    logp, grad = space.logp_dlogp(x)
-    assert logp == pytest.approx(expected, rel=1e-10)
-    # gradient by central differences
-    eps = 1e-6
-    numeric = [
-        (space.logp_dlogp(x + eps * e)[0] - space.logp_dlogp(x - eps * e)[0]) / (2 * eps)
-        for e in np.eye(7)
-    ]
-    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(space.logp_many(np.stack([x, x])), [expected, expected], rtol=1e-10)
-
-
-# ------------------------------------------------------------------------------------------
-# Batched ADVI: the vectorized log density, all restarts at once, failures, determinism
-def test_batched_logp_matches_the_single_point_function(constrained_model):
-    space = model_space(constrained_model)
-    x = np.random.default_rng(5).normal(size=(6, space.ndim))
-    density = batched_logp(space)
-    assert density.vectorized and density is batched_logp(space)  # compiled once, cached
-    logp, grad = density(x)
-    assert logp.shape == (6,) and grad.shape == (6, space.ndim)
-    for row, lp, g in zip(x, logp, grad, strict=True):
-        ref_lp, ref_g = space.logp_dlogp(row)
-        assert lp == pytest.approx(ref_lp, rel=1e-10)
-        np.testing.assert_allclose(g, ref_g, rtol=1e-8, atol=1e-10)
-    loop_logp, loop_grad = batched_logp(space, vectorize=False)(x)
-    assert not batched_logp(space, vectorize=False).vectorized
-    np.testing.assert_allclose(loop_logp, logp, rtol=1e-10)
-    np.testing.assert_allclose(loop_grad, grad, rtol=1e-8, atol=1e-10)
-
-
-def test_batched_logp_rejects_rows_one_by_one():
-    """A parameter check (sigma > 0) failing at one row gives -inf at that row only: a
-    vectorized check would reject the whole batch."""
-    with pm.Model() as model:
-        s = pm.Normal("s", 1.0, 1.0)
-        pm.Normal("y", 0.0, s, observed=np.array([0.3, 0.5]))
-    logp, grad = batched_logp(model_space(model))(np.array([[1.0], [-1.0], [2.0]]))
-    assert np.isneginf(logp[1]) and np.all(np.isfinite(logp[[0, 2]]))
-    expected = stats.norm.logpdf([1.0, 2.0], 1.0, 1.0) + [
-        stats.norm.logpdf([0.3, 0.5], 0.0, s).sum() for s in (1.0, 2.0)
-    ]
-    np.testing.assert_allclose(logp[[0, 2]], expected, rtol=1e-10)
-    assert np.all(np.isfinite(grad[[0, 2]]))
-
-
+# ADVI's steps: gradients, a failing restart, early stopping, determinism
 def reparameterized_elbo(params, eps, d, fullrank, log_f):
     """ELBO of fixed standard-normal draws ``eps`` (R, n_mc, d), for finite differences."""
     x = _draw_points(params, eps, d, fullrank)
@@ -634,58 +365,3 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
         np.testing.assert_array_equal(left, right)
     assert a.log_zeta == b.log_zeta and a.elbo == b.elbo
     assert a.info["n_pooled"] == DEFAULT_RESTARTS  # one mode: every restart is a duplicate
-
-
-def test_initial_point_function_compiled_once_and_follows_data_and_initvals():
-    """The space keeps the compiled initial-point function: the same function across calls,
-    while ``pm.set_data`` and a new initial value are still seen."""
-    with pm.Model() as model:
-        level = pm.Data("level", 1.0)
-        x = pm.Normal("x", mu=level)
-    space = model_space(model)
-    assert space.initial_x().tolist() == [1.0]
-    fn = space._initial_point[1]
-    pm.set_data({"level": 3.0}, model=model)
-    assert space.initial_x().tolist() == [3.0] and space._initial_point[1] is fn
-    model.set_initval(x, 5.0)
-    assert space.initial_x().tolist() == [5.0] and space._initial_point[1] is not fn
-
-
-def test_initial_point_is_pymcs_without_compiling_c(monkeypatch):
-    """The space's initial point is ``model.initial_point()`` (transformed values, a user's
-    initial value included) on a model whose PyMC initial-point function compiles C (the
-    ``Scan`` behind ``LKJCholeskyCov``: 3-7 s of a first call), built without any C."""
-    from pytensor.link.c.basic import CLinker
-
-    with pm.Model() as model:
-        sd = pm.Exponential.dist(1.0, shape=3)
-        pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=sd, compute_corr=False)
-        pm.HalfNormal("s", initval=2.5)
-        pm.Uniform("u", -1.0, 3.0, shape=2)
-    expected = model.initial_point()
-
-    def no_c(*args, **kwargs):
-        raise AssertionError("the initial point compiled C")
-
-    monkeypatch.setattr(CLinker, "make_thunk", no_c)
-    point = model_space(model).initial_point()
-    assert list(point) == list(expected)
-    for name, value in expected.items():
-        np.testing.assert_array_equal(point[name], value)
-    assert point["s_log__"] == pytest.approx(np.log(2.5))
-
-
-def test_no_jit_clip_runs_as_numpy_with_the_values_of_clip():
-    """``compile_fn(jit=False)`` rewrites ``clip`` (which PyTensor's Python linker runs
-    element by element) to switches: the values of ``clip``, NaN and ``lo > hi`` included."""
-    import pytensor.tensor as pt
-
-    from pymc_evidence.runtime._compile import compile_fn
-
-    x, lo, hi = pt.vector("x"), pt.scalar("lo"), pt.scalar("hi")
-    fn = compile_fn([x, lo, hi], pt.clip(x, lo, hi), jit=False)
-    assert "Clip" not in str([node.op for node in fn.maker.fgraph.apply_nodes])
-    values = np.array([-1.0, 0.5, 3.0, np.nan, np.inf, -np.inf])
-    for a, b in [(0.0, 1.0), (2.0, 1.0), (np.nan, 1.0)]:
-        expected = [a if v < a else (b if v > b else v) for v in values]  # Clip.impl's rule
-        np.testing.assert_array_equal(fn(values, a, b), expected)
