@@ -32,6 +32,7 @@ from ..runtime.batched_logp import batched_logp
 from ..runtime.space import ModelSpace
 from .advi import BaseFitError, evaluate_bases, run_advi
 from .mode_search import search_modes
+from .recentre import RECENTRE_BELOW, recentred
 
 __all__ = [
     "CHECK_DISTANCE",
@@ -111,6 +112,17 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
     return False
 
 
+def _moved(mode, stats: dict, density, n_eval: int, rng):
+    """``(mode, stats)`` of the Laplace Gaussian moved to its draws' weighted mean
+    (:func:`~pymc_evidence.basefit.recentre.recentred`) where that one's ESS reaches
+    :data:`~pymc_evidence.basefit.recentre.RECENTRE_BELOW` of the draws; ``(mode, None)``
+    otherwise."""
+    moved, rounds = recentred(mode.with_values(info={**mode.info, **stats}), density, n_eval, rng)
+    if rounds == 0 or moved.info["is_ess"] < RECENTRE_BELOW * n_eval:
+        return mode, None
+    return moved, {key: moved.info[key] for key in stats}
+
+
 def laplace_first(
     space: ModelSpace,
     starts: np.ndarray,
@@ -120,6 +132,7 @@ def laplace_first(
     n_eval: int = 1000,
     progressbar: bool = False,
     settle: bool = True,
+    recentre: bool = False,
 ):
     """The Laplace Gaussian of a one-mode posterior as the base, when it passes the checks.
 
@@ -141,6 +154,13 @@ def laplace_first(
         to be one bump (the hyperparameters of a hierarchy with its group effects
         integrated out, whose density costs a quadrature over every row: there the short
         fits were most of the base's cost).
+    recentre : bool, default False
+        Where check 2 fails, move the Laplace Gaussian to the importance-weighted mean of
+        its draws (:func:`~pymc_evidence.basefit.recentre.recentred`) and accept it there
+        at :data:`~pymc_evidence.basefit.recentre.RECENTRE_BELOW` of the draws: for one
+        bump in tens of dimensions, whose joint mode is off the posterior's centre (the
+        states of a nested hierarchy beside their scale), where the ADVI fits that would
+        follow cost most of the call and end below the moved Gaussian.
 
     Returns
     -------
@@ -158,14 +178,19 @@ def laplace_first(
     if len(modes) != 1:
         return None, found
     (stats,) = evaluate_bases(density, modes, n_eval, rng)
-    if isinstance(stats, BaseFitError) or stats["is_ess"] < LAPLACE_ESS * n_eval:
+    if isinstance(stats, BaseFitError):
         return None, found
+    mode = modes[0]
+    if stats["is_ess"] < LAPLACE_ESS * n_eval:
+        mode, stats = _moved(mode, stats, density, n_eval, rng) if recentre else (mode, None)
+        if stats is None:
+            return None, found
     if settle and not _fits_settle(
-        density, modes[0], starts, rng, fullrank=fullrank, progressbar=progressbar
+        density, mode, starts, rng, fullrank=fullrank, progressbar=progressbar
     ):
         return None, found
-    info = {**modes[0].info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
-    base = modes[0].with_values(
+    info = {**mode.info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
+    base = mode.with_values(
         log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
     )
     return base, found

@@ -149,6 +149,7 @@ def fit_plan(space: ModelSpace, plan: BasePlan, rng: np.random.Generator, *, pro
         quick, found = laplace_first(
             space, starts, rng, fullrank=fullrank, n_eval=plan.n_eval,
             progressbar=progressbar, settle=plan.laplace_first != "local",
+            recentre=plan.recentre_laplace,
         )  # fmt: skip
         if quick is not None:
             return BaseFit(quick, quick, search=found[1])

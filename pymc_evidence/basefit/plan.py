@@ -83,6 +83,10 @@ class BasePlan:
         Widen a fit whose importance-sampling ESS is low.
     also_fullrank : bool
         With ``method="advi"``: also fit full-rank ADVI and keep the better base.
+    recentre_laplace : bool
+        Where the Laplace Gaussian fails the ESS check of ``laplace_first``, move it to the
+        weighted mean of its draws and accept it there at a lower ESS
+        (:func:`~pymc_evidence.basefit.laplace_first.laplace_first`'s ``recentre``).
     defend : bool
         Give the fitted Gaussian a defensive component whatever its ESS, after moving it to
         the weighted mean of its draws where its ESS is low (a hierarchy whose group effects
@@ -108,6 +112,7 @@ class BasePlan:
     laplace_first: bool | str = False
     widen: bool = True
     also_fullrank: bool = False
+    recentre_laplace: bool = False
     defend: bool = False
     tempering: bool = False
 
@@ -155,14 +160,18 @@ def auto_plan(shape: ModelShape, *, progressbar: bool = False, **given) -> BaseP
     model keeps a funnel (a centred scale), else full-rank ADVI; above, the best of
     mean-field ADVI, the Laplace Gaussian and (up to :data:`FULLRANK_TRY_MAX_DIM`) full-rank
     ADVI. The mode search runs first: a one-mode posterior that its Laplace Gaussian fits
-    is not fitted. Funnels are a small-model matter: few data per group reach into the
-    neck, which no fitted base covers; large centred models are usually data-rich.
+    is not fitted (above :data:`FULLRANK_MAX_DIM`, an integrated hierarchy's also where its
+    Laplace Gaussian, moved to the weighted mean of its draws, fits it). Funnels are a
+    small-model matter: few data per group reach into the neck, which no fitted base
+    covers; large centred models are usually data-rich.
     ``given``: the call's ``base_kwargs``.
 
     Examples
     --------
     >>> auto_plan(ModelShape(3)).method, auto_plan(ModelShape(50)).also_fullrank
     ('fullrank_advi', True)
+    >>> auto_plan(ModelShape(50, one_bump=True)).recentre_laplace
+    True
     """
     if shape.funnels:
         _log.log(
@@ -175,7 +184,10 @@ def auto_plan(shape: ModelShape, *, progressbar: bool = False, **given) -> BaseP
         local = "local" if shape.one_bump else True  # one bump: see laplace_first
         return BasePlan("fullrank_advi", laplace_first=local, **given)
     also = shape.ndim <= FULLRANK_TRY_MAX_DIM
-    return BasePlan("advi", laplace=True, laplace_first=True, also_fullrank=also, **given)
+    if shape.one_bump:  # see laplace_first's recentre
+        given = {"laplace_first": "local", "recentre_laplace": True, **given}
+    given = {"laplace_first": True, **given}
+    return BasePlan("advi", laplace=True, also_fullrank=also, **given)
 
 
 def plan_for(spec: str, shape: ModelShape, given: dict, *, tempering=False, progressbar=False):

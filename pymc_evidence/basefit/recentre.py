@@ -22,21 +22,39 @@ import numpy as np
 from ..base.gaussian import GaussianBase
 from .evaluation import BaseFitError, weight_stats
 
-__all__ = ["RECENTRE_BELOW", "RECENTRE_ROUNDS", "recentred"]
+__all__ = ["RECENTRE_BELOW", "RECENTRE_ROUNDS", "STEP_ESS", "recentred"]
 
 #: A base whose importance-sampling ESS is below this share of its draws is recentred.
 RECENTRE_BELOW = 0.3
-#: Most recentring steps; each costs one batched density call of ``n_eval`` draws.
-RECENTRE_ROUNDS = 3
+#: Recentring steps; each costs one batched density call of ``n_eval`` draws.
+RECENTRE_ROUNDS = 4
+#: The weights that place the next mean are tempered (``w ** a``, ``a <= 1``) until their
+#: ESS is at least this share of the draws: a step towards the weighted mean rather than
+#: onto it where a few draws hold most of the weight.
+STEP_ESS = 0.2
 
 
-def _weighted_mean(x: np.ndarray, log_w: np.ndarray) -> np.ndarray | None:
-    """The self-normalized importance-weighted mean of draws ``x``, None without weights."""
+def _ess(log_w: np.ndarray) -> float:
+    w = np.exp(log_w - np.max(log_w))
+    return float(w.sum() ** 2 / np.sum(w**2))
+
+
+def _next_mean(x: np.ndarray, log_w: np.ndarray) -> np.ndarray | None:
+    """The mean of draws ``x`` under their importance weights tempered to an ESS of
+    :data:`STEP_ESS` of the draws (bisection on the power); None without two finite
+    weights."""
     finite = np.isfinite(log_w)
     if finite.sum() < 2:
         return None
-    w = np.exp(log_w[finite] - np.max(log_w[finite]))
-    return (w / w.sum()) @ x[finite]
+    x, log_w = x[finite], log_w[finite]
+    lo, hi = 0.0, 1.0
+    if _ess(log_w) < STEP_ESS * len(log_w):
+        for _ in range(30):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if _ess(mid * log_w) >= STEP_ESS * len(log_w) else (lo, mid)
+    power = hi if _ess(hi * log_w) >= STEP_ESS * len(log_w) else lo
+    w = np.exp(power * (log_w - np.max(log_w)))
+    return (w / w.sum()) @ x
 
 
 def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECENTRE_ROUNDS):
@@ -46,9 +64,9 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
     Bases other than a Gaussian, and a Gaussian whose ESS (``info["is_ess"]``, set by its
     fit) is at least :data:`RECENTRE_BELOW` of ``n_eval``, are returned as they are and draw
     nothing from ``rng``. Otherwise each round draws ``n_eval`` points from the latest
-    Gaussian, judges it by their importance weights and moves the mean to their weighted
-    mean; the rounds stop at the first Gaussian that does not beat the best so far. The kept
-    one has its own ``log_zeta``, ELBO and statistics.
+    Gaussian, judges it by their importance weights and moves the mean towards their
+    weighted mean (:data:`STEP_ESS`); the Gaussian of the largest ESS is kept, with its own
+    ``log_zeta``, ELBO and statistics.
 
     Parameters
     ----------
@@ -77,7 +95,7 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
     >>> out, rounds = recentred(off, batched_logp(model_space(model)), 1000,
     ...                         np.random.default_rng(0))
     >>> rounds, bool(np.allclose(out.mean, 1.0, atol=0.1))
-    (3, True)
+    (4, True)
     """
     ess = base.info.get("is_ess") if isinstance(base, GaussianBase) else None
     if ess is None or ess >= RECENTRE_BELOW * n_eval:
@@ -91,17 +109,16 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
                 stat = weight_stats(log_w)
             except BaseFitError:
                 break
-            if stat["is_ess"] <= best_ess:
-                break
-            best_ess, moved = stat["is_ess"], k
-            best = cand.with_values(
-                log_zeta=stat["log_is"],
-                elbo=stat["elbo"],
-                elbo_se=stat["elbo_se"],
-                info={**base.info, **stat},
-            )
-        mean = _weighted_mean(x, log_w)
+            if stat["is_ess"] > best_ess:
+                best_ess, moved = stat["is_ess"], k
+                best = cand.with_values(
+                    log_zeta=stat["log_is"],
+                    elbo=stat["elbo"],
+                    elbo_se=stat["elbo_se"],
+                    info={**base.info, **stat},
+                )
+        mean = _next_mean(x, log_w)
         if mean is None or k == rounds:
             break
-        cand = best.with_values(mean=mean)
+        cand = cand.with_values(mean=mean)
     return best, moved
