@@ -113,7 +113,7 @@ def test_many_modes_are_refused_before_sampling():
     # what it advises is accepted: 'bar' only with a chain per mode
     needed = MAX_TEMPERING_MODES + 1
     assert f"chains={needed} or more" in str(info.value)
-    many.base = many.tempering_base
+    many.fitted = SimpleNamespace(fit=many.tempering_base)
     many.sampling = SimpleNamespace(chains=needed)
     refuse_modes_beyond_chains(many, ReverseAISOptions())
     many.sampling = SimpleNamespace(chains=needed - 1)
