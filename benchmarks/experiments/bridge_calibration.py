@@ -2,7 +2,7 @@
 """Is the bridge-sampling standard error honest? Seeded repeats on models with an exact log Z.
 
 For each model and seed (0 .. repeats-1): ``pm.sample`` (``--chains`` x ``--draws`` NUTS draws
-after ``--tune``, ``random_seed=seed``), then ``pme.api.bridge.bridge_sampling`` on those draws
+after ``--tune``, ``random_seed=seed``), then ``pme.bridge_sampling`` on those draws
 with every proposal in ``--proposals`` (``random_seed=seed``). Per model and proposal it
 prints the summary of ``calibration.py`` (bias, RMSE, spread of the errors against the mean
 reported se, coverage of +-2 se and +-1 se, mean and sd of z = error / se). Each seed is
@@ -90,8 +90,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def one_seed(model, args, seed) -> dict:
     """Sample once, bridge with every proposal; ``{proposal: result dict}``."""
     import pymc as pm
-    from pymc_evidence.api.bridge import bridge_sampling
 
+    from pymc_evidence import bridge_sampling
     from pymc_evidence.results import log_evidence
 
     t0 = time.perf_counter()
