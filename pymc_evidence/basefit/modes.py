@@ -171,19 +171,20 @@ def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
 
 
 def laplace_if_better(base, modes, density, n_eval, rng):
-    """``base``, or the Laplace Gaussian of the highest mode it covers when that one's
-    importance-sampling evidence is larger (a better proposal: IS from a proposal that is
-    too narrow, as mean-field ADVI is on correlated posteriors, is biased low)."""
+    """``(base, None)``, or ``(laplace, base)``: the Laplace Gaussian of the highest mode
+    ``base`` covers and the fit it replaces, when that one's importance-sampling evidence is
+    larger (a better proposal: IS from a proposal that is too narrow, as mean-field ADVI is
+    on correlated posteriors, is biased low)."""
     covered = [m for m in modes if coverage_gap(m, base) <= COVERAGE_GAP]
     if not covered:
-        return base
+        return base, None
     (stats,) = evaluate_bases(density, covered[:1], n_eval, rng)
     if isinstance(stats, BaseFitError) or not stats["log_is"] > base.log_zeta:
-        return base
-    info = {**stats, "replaced_kind": base.kind, "replaced_log_zeta": float(base.log_zeta)}
-    return covered[0].with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
+        return base, None
+    laplace = covered[0].with_values(
+        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=stats
     )
+    return laplace, base
 
 
 def _search(base, space, density, rng, starts, found, bar):
@@ -232,7 +233,8 @@ def add_missed_modes(
     laplace : bool, default False
         Also try the Laplace Gaussian of the highest mode the base covers as the base
         itself, and keep it when its importance-sampling evidence is larger (``kind
-        "laplace"``, ``info["replaced_kind"]``). Meant for mean-field fits of large
+        "laplace"``; :attr:`~pymc_evidence.basefit.pipeline.BaseFit.replaced` in the
+        pipeline's record). Meant for mean-field fits of large
         models, whose correlations they miss.
     progressbar : bool, default False
         Show a bar of the ascents ("Looking for modes the base misses").
@@ -261,7 +263,7 @@ def add_missed_modes(
     density = batched_logp(space)
     modes = search_missed(base, space, rng, starts=starts, found=found, progressbar=progressbar)
     if laplace:
-        base = laplace_if_better(base, modes, density, n_eval, rng)
+        base, _ = laplace_if_better(base, modes, density, n_eval, rng)
     return with_missed_modes(base, modes, space, rng, n_eval=n_eval)[0]
 
 

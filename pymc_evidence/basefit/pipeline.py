@@ -83,6 +83,9 @@ class BaseFit:
     defended : bool
         Whether :attr:`base` has the defensive component of
         :func:`~pymc_evidence.basefit.widen.defend`.
+    replaced : BaseDensity, optional
+        The ADVI fit that the Laplace Gaussian of its highest mode replaced, where it did
+        (``BasePlan.laplace``: its importance-sampling evidence was larger).
     recentred : int
         The rounds by which :func:`~pymc_evidence.basefit.recentre.recentred` moved the fit's
         mean (0: not moved); :attr:`fit` is the moved Gaussian.
@@ -112,6 +115,7 @@ class BaseFit:
     widened: float = 1.0
     defended: bool = False
     recentred: int = 0
+    replaced: object | None = None
     merged: bool = False
     added_modes: tuple = ()
     other: object | None = None
@@ -176,16 +180,17 @@ def fit_plan(space: ModelSpace, plan: BasePlan, rng: np.random.Generator, *, pro
 
 def _finish(space, plan, fits, found, rng, *, laplace, bar) -> BaseFit:
     """Steps 4 to 6 on the successful ADVI fits of one kind."""
-    base = combined(fits, space, plan.combine, plan.n_eval, rng)
+    base, replaced = combined(fits, space, plan.combine, plan.n_eval, rng), None
     if plan.modes:
         modes = search_missed(base, space, rng, found=found, progressbar=bar)
         if laplace:
-            base = laplace_if_better(base, modes, batched_logp(space), plan.n_eval, rng)
+            base, replaced = laplace_if_better(base, modes, batched_logp(space), plan.n_eval,
+                                               rng)  # fmt: skip
         merged = base.kind == "merged"
         base, added = with_missed_modes(base, modes, space, rng, n_eval=plan.n_eval)
     else:
         merged, added = base.kind == "merged", ()
-    record = BaseFit(base, base, merged=merged, added_modes=added,
+    record = BaseFit(base, base, merged=merged, added_modes=added, replaced=replaced,
                      search=None if found is None else found[1])  # fmt: skip
     if not plan.widen:
         return record
