@@ -7,10 +7,11 @@ sit on the model runtime (:mod:`pymc_evidence.runtime`) and below their fit
 
 :func:`model_space`, :func:`runtime_of`, :class:`ModelRuntime` and :class:`ModelSpace` are
 :mod:`pymc_evidence.runtime`'s, re-exported here for code that imported them from
-``pymc_evidence.base``.
+``pymc_evidence.base`` (not in its ``__all__``: they are documented once, in
+:mod:`pymc_evidence.runtime`).
 """
 
-from ..runtime import ModelRuntime, ModelSpace, model_space, runtime_of
+from ..runtime import ModelRuntime, ModelSpace, model_space, runtime_of  # noqa: F401
 from .gaussian import BaseDensity, GaussianBase
 from .mixture import MixtureBase
 from .prior import PriorBase, prior_draws
@@ -19,10 +20,6 @@ __all__ = [
     "BaseDensity",
     "GaussianBase",
     "MixtureBase",
-    "ModelRuntime",
-    "ModelSpace",
     "PriorBase",
-    "model_space",
     "prior_draws",
-    "runtime_of",
 ]
