@@ -1,33 +1,8 @@
 #!/usr/bin/env python
 """Time against size: hierarchies of growing ``J``, each tool in a fresh process.
 
-Models (each with a log Z computed without pymc_evidence):
-
-* ``gauss:J``: the centred Gaussian hierarchy ``theta ~ N(mu, tau)``, ``y_j ~ N(theta_j,
-  s_j)`` (:func:`pymc_evidence.testing.hierarchical_normal`: closed form in ``mu`` and
-  ``theta``, quadrature over ``tau``);
-* ``poisson:J``, ``bernoulli:J`` and ``binomial:J``: random-intercept GLMMs of 3 rows a
-  group (binomial: 5 trials a row; :func:`pymc_evidence.testing.glmm.count_hierarchy`:
-  nested quadrature);
-* ``slopes:J``: a random intercept and a random slope per group, 4 rows a group, written
-  non-centred as bambi writes ``y ~ 1 + x + (1 + x | g)``
-  (:func:`pymc_evidence.testing.slopes.slope_hierarchy`: closed form given the two scales,
-  Gauss-Legendre over them);
-* ``lkj:J`` and ``lkjc:J``: a correlated random intercept and slope, 4 rows a group, their
-  covariance ``LKJCholeskyCov`` (``eta=2``, ``HalfNormal(1)`` scales), written non-centred
-  (``z @ L.T``, as bambi writes ``(1 + x | g)`` with a full covariance) or centred
-  (``MvNormal(0, chol=L)``) (:func:`pymc_evidence.testing.lkj_slopes.lkj_slope_hierarchy`:
-  closed form given the covariance, composite Gauss-Legendre over its three parameters);
-* ``crossed:J``: crossed random intercepts ``(1|county) + (1|year)``, ``J`` counties of 4
-  rows crossed with 10 years, a ``HalfNormal(1)`` scale each, written centred
-  (:func:`pymc_evidence.testing.crossed.crossed_intercepts`: Woodbury given the scales,
-  composite Gauss-Legendre over the three of them);
-* ``nested:J``: nested random intercepts ``(1|state) + (1|state:county)``, ``J`` counties of
-  4 rows in ``J / 20`` states, written as ``crossed:J`` (the same function, ``nested=True``);
-* ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
-  priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
-  multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
-  they must agree within 4 of their combined se).
+Models: the sized ``kind:J`` models of ``sizes.py`` (its docstring lists each kind and how
+its log Z is computed without pymc_evidence).
 
 Tools: ``pme`` (the default), ``pymc_nuts`` (a plain ``pm.sample()``, 4 x 1000 after 1000
 tuning) and ``pymc_smc`` (``pm.sample_smc(draws=2000, chains=4)``), as in
