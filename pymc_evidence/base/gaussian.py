@@ -168,6 +168,9 @@ class GaussianBase:
         Monte Carlo estimate of the evidence lower bound and its standard error.
     info : dict
         Fitting details (steps, restarts, convergence).
+    component_log_zeta : tuple of float
+        The evidence estimates ``log_zeta`` of the distinct fits a ``"merged"`` base was
+        moment-matched to, one per fit (empty for a base not merged from fits).
 
     Examples
     --------
@@ -190,6 +193,7 @@ class GaussianBase:
     elbo: float = float("nan")
     elbo_se: float = float("nan")
     info: dict = field(default_factory=dict)
+    component_log_zeta: tuple = ()
 
     def __post_init__(self):
         mean = np.asarray(self.mean, dtype=float)
@@ -202,6 +206,7 @@ class GaussianBase:
             raise ValueError("Cholesky factor must have a positive diagonal")
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "chol", np.tril(chol))
+        object.__setattr__(self, "component_log_zeta", tuple(map(float, self.component_log_zeta)))
 
     @property
     def ndim(self) -> int:

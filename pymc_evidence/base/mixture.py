@@ -49,7 +49,11 @@ class MixtureBase:
     elbo, elbo_se : float
         Monte Carlo ELBO of the mixture and its standard error.
     info : dict
-        Fitting details (per-component evidence and ELBO, ...).
+        Fitting details (per-component ELBO, importance-sampling statistics, ...).
+    component_log_zeta : tuple of float
+        The evidence estimates ``log_zeta`` of the distinct fits that are its components,
+        one per component, where it was made of fits (empty otherwise: modes added to a
+        fit, a defensive component).
 
     Examples
     --------
@@ -76,6 +80,7 @@ class MixtureBase:
     elbo: float = float("nan")
     elbo_se: float = float("nan")
     info: dict = field(default_factory=dict)
+    component_log_zeta: tuple = ()
 
     def __post_init__(self):
         log_w = np.atleast_1d(np.asarray(self.log_weights, dtype=float))
@@ -94,6 +99,7 @@ class MixtureBase:
         object.__setattr__(self, "log_weights", log_w - logsumexp(log_w))
         object.__setattr__(self, "means", means)
         object.__setattr__(self, "chols", np.tril(chols))
+        object.__setattr__(self, "component_log_zeta", tuple(map(float, self.component_log_zeta)))
 
     @classmethod
     def from_components(cls, components, log_weights, *, log_zeta, kind="mixture", **kwargs):

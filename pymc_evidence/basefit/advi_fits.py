@@ -15,6 +15,7 @@ from ..base.gaussian import GaussianBase, moment_match
 from ..estimators.logspace import logsumexp
 from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
+from .evaluation import with_stats
 from .modes import mixture_of
 
 __all__ = ["ELBO_SE_MAX", "combined", "fit_restarts"]
@@ -72,24 +73,13 @@ def fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, p
                 f"restart {k}: diverged (ELBO {stats['elbo']:.3g} ± {stats['elbo_se']:.3g})"
             )
             continue
-        info = {
-            "n_steps": result.n_steps,
-            "restart": k,
-            "elbo_trace_tail": _nanmean(tail[k]),
-            **stats,
-        }
-        fits.append(_with_stats(base, stats, info))
+        info = {"n_steps": result.n_steps, "restart": k, "elbo_trace_tail": _nanmean(tail[k])}
+        fits.append(with_stats(base, stats, info))
     return fits, errors
 
 
 def _nanmean(x) -> float:
     return float(np.nanmean(x)) if np.any(np.isfinite(x)) else float("nan")
-
-
-def _with_stats(base, stats, info):
-    return base.with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
-    )
 
 
 def _distinct(fits, tol):
@@ -124,11 +114,7 @@ def _pooled(best, members):
 
 
 def _fit_info(fits) -> dict:
-    return {
-        "n_components": len(fits),
-        "component_log_zeta": [float(f.log_zeta) for f in fits],
-        "component_elbo": [float(f.elbo) for f in fits],
-    }
+    return {"n_components": len(fits), "component_elbo": [float(f.elbo) for f in fits]}
 
 
 def _combine_moments(fits, space):
@@ -144,6 +130,7 @@ def _combine_moments(fits, space):
         sizes=space.sizes,
         elbo=float(max(f.elbo for f in fits)),
         info=_fit_info(fits),
+        component_log_zeta=log_weights,
     )
 
 
@@ -152,7 +139,10 @@ def _combine_mixture(fits, space, n_eval, rng):
     ``exp(log_zeta_k)``, its ``log_zeta`` re-estimated by importance sampling from it."""
     log_masses = np.array([f.log_zeta for f in fits])
     info = {**_fit_info(fits), "log_zeta_sum": float(logsumexp(log_masses))}
-    return mixture_of(fits, log_masses, space, batched_logp(space), n_eval, rng, info)
+    density = batched_logp(space)
+    return mixture_of(
+        fits, log_masses, space, density, n_eval, rng, info, component_log_zeta=log_masses
+    )
 
 
 def combined(fits, space, combine, n_eval, rng):

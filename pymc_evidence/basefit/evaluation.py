@@ -11,7 +11,7 @@ import numpy as np
 
 from ..estimators.logspace import logsumexp
 
-__all__ = ["BaseFitError", "evaluate_bases", "weight_stats"]
+__all__ = ["BaseFitError", "evaluate_bases", "weight_stats", "with_stats"]
 
 
 class BaseFitError(RuntimeError):
@@ -68,3 +68,23 @@ def evaluate_bases(density, bases, n: int, rng: np.random.Generator) -> list:
         except BaseFitError as err:
             out.append(err)
     return out
+
+
+def with_stats(base, stat: dict, info: dict):
+    """A copy of ``base`` judged by draws of its own: its ``log_zeta``, ``elbo`` and
+    ``elbo_se`` from ``stat`` (:func:`weight_stats`), its ``info`` that of ``info`` with
+    ``stat`` added (every other field kept).
+
+    Examples
+    --------
+    >>> from pymc_evidence.base import GaussianBase
+    >>> base = GaussianBase(np.zeros(1), np.eye(1), 0.0, "advi", info={"restart": 1})
+    >>> out = with_stats(base, weight_stats(np.log([1.0, 2.0, 3.0])), base.info)
+    >>> round(out.log_zeta, 12) == round(float(np.log(2.0)), 12), out.elbo_se > 0
+    (True, True)
+    >>> list(out.info)
+    ['restart', 'elbo', 'elbo_se', 'log_is', 'is_ess', 'n_nonfinite']
+    """
+    return base.with_values(
+        log_zeta=stat["log_is"], elbo=stat["elbo"], elbo_se=stat["elbo_se"], info={**info, **stat}
+    )

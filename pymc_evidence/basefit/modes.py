@@ -40,6 +40,7 @@ from ..progress import progress_bar
 from ..runtime.batched_logp import batched_logp
 from ..runtime.space import ModelSpace
 from .advi import BaseFitError, evaluate_bases
+from .evaluation import with_stats
 from .laplace import Mode, ascend_into, find_modes
 from .mode_search import mode_starts, search_modes, warn_unseen
 from .widen import widest_better
@@ -113,18 +114,23 @@ def weights_se(log_weights, mass_se) -> float:
     return float(np.sqrt(np.sum(w * var_k)))
 
 
-def mixture_of(components, log_masses, space, density, n_eval, rng, info) -> MixtureBase:
+def mixture_of(
+    components, log_masses, space, density, n_eval, rng, info, *, component_log_zeta=()
+) -> MixtureBase:
     """The components as a :class:`MixtureBase` with weights proportional to
     ``exp(log_masses)``; its ``log_zeta`` is the importance-sampling estimate with the
     mixture as the proposal (a sum of the masses double-counts where components overlap).
 
     ``info`` records ``base_weights_se`` (:func:`weights_se` of the masses' se, from ``n_eval``
     fresh draws of each component): what an estimate from chains that never cross between
-    components may be off by.
+    components may be off by. ``component_log_zeta``: the mixture's
+    :attr:`~pymc_evidence.base.mixture.MixtureBase.component_log_zeta` (where the components
+    are distinct fits, their evidence estimates).
     """
     base = MixtureBase.from_components(
-        components, log_masses, log_zeta=0.0, names=space.names, sizes=space.sizes
-    )
+        components, log_masses, log_zeta=0.0, names=space.names, sizes=space.sizes,
+        component_log_zeta=component_log_zeta,
+    )  # fmt: skip
     (stats,) = evaluate_bases(density, [base], n_eval, rng)
     if isinstance(stats, BaseFitError):
         raise stats
@@ -181,10 +187,7 @@ def laplace_if_better(base, modes, density, n_eval, rng):
     (stats,) = evaluate_bases(density, covered[:1], n_eval, rng)
     if isinstance(stats, BaseFitError) or not stats["log_is"] > base.log_zeta:
         return base, None
-    laplace = covered[0].with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=stats
-    )
-    return laplace, base
+    return with_stats(covered[0], stats, {}), base
 
 
 def _search(base, space, density, rng, starts, found, bar):

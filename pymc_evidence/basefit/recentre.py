@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.gaussian import GaussianBase
-from .evaluation import BaseFitError, weight_stats
+from .evaluation import BaseFitError, weight_stats, with_stats
 
 __all__ = ["RECENTRE_BELOW", "RECENTRE_ROUNDS", "STEP_ESS", "recentred"]
 
@@ -111,12 +111,7 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
                 break
             if stat["is_ess"] > best_ess:
                 best_ess, moved = stat["is_ess"], k
-                best = cand.with_values(
-                    log_zeta=stat["log_is"],
-                    elbo=stat["elbo"],
-                    elbo_se=stat["elbo_se"],
-                    info={**base.info, **stat},
-                )
+                best = with_stats(cand, stat, base.info)
         mean = _next_mean(x, log_w)
         if mean is None or k == rounds:
             break

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..base.gaussian import GaussianBase
 from ..base.mixture import MixtureBase
-from .advi import BaseFitError, evaluate_bases
+from .evaluation import BaseFitError, evaluate_bases, with_stats
 
 __all__ = [
     "DEFENSIVE",
@@ -181,7 +181,7 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
         return base, 1.0
     if isinstance(wide, GaussianBase):
         wide, stat = _defended(wide, density, n_eval, rng)
-    return _with_stats(wide, stat, base), factor
+    return with_stats(wide, stat, base.info), factor
 
 
 def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIVE_WIDTH):
@@ -214,15 +214,4 @@ def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIV
     mix, stat = _defended(base, density, n_eval, rng, widths)
     if isinstance(stat, BaseFitError):
         return base
-    return _with_stats(mix, stat, base)
-
-
-def _with_stats(new, stat: dict, fit):
-    """``new`` with its own importance-sampling ``log_zeta``, ELBO and statistics (the
-    ``fit``'s others kept)."""
-    return new.with_values(
-        log_zeta=stat["log_is"],
-        elbo=stat["elbo"],
-        elbo_se=stat["elbo_se"],
-        info={**fit.info, **stat},
-    )
+    return with_stats(mix, stat, base.info)

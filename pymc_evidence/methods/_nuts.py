@@ -62,11 +62,12 @@ def refuse_many_modes(problem, options) -> None:
 def separated_modes(base) -> int:
     """The separated modes a base holds: its mixture components with 1 % of its weight or
     more, or, for one Gaussian moment-matched to distinct fits (``kind="merged"``), the fits
-    with 1 % of their summed evidence or more (pass the fit, not its widened copy:
-    :attr:`~pymc_evidence.basefit.pipeline.BaseFit.fit`)."""
+    with 1 % of their summed evidence (its
+    :attr:`~pymc_evidence.base.gaussian.GaussianBase.component_log_zeta`) or more (pass the
+    fit, not its widened copy: :attr:`~pymc_evidence.basefit.pipeline.BaseFit.fit`)."""
     weights = getattr(base, "weights", None)
     if weights is None:
-        log_zeta = np.asarray(getattr(base, "info", {}).get("component_log_zeta", [0.0]))
+        log_zeta = np.asarray(getattr(base, "component_log_zeta", ()) or [0.0])
         weights = np.exp(log_zeta - np.logaddexp.reduce(log_zeta))
     return int(np.sum(np.asarray(weights, dtype=float) >= 0.01))
 

@@ -290,7 +290,7 @@ def test_reverse_methods_refuse_more_modes_than_chains():
 
     merged = GaussianBase.from_moments(
         np.zeros(1), np.eye(1), log_zeta=0.0, kind="merged",
-        info={"component_log_zeta": [0.0] * 6 + [-10.0]},
+        component_log_zeta=[0.0] * 6 + [-10.0],
     )  # fmt: skip
     assert [separated_modes(b) for b in (mixture(4, small=5), merged)] == [4, 6]
 
