@@ -23,6 +23,7 @@ __all__ = [
     "FEW_MOVES_MAX_DIM",
     "HYPER_LEAPFROG",
     "HYPER_PARTICLES",
+    "HYPER_TARGET_ESS",
     "LEAPFROG",
     "LIGHT_ROWS",
     "MOVES",
@@ -30,6 +31,7 @@ __all__ = [
     "POSTERIOR_BUDGET",
     "POSTERIOR_MOVES",
     "SMCOptions",
+    "TARGET_ESS",
     "default_n_leapfrog",
     "default_n_moves",
     "default_n_particles",
@@ -79,6 +81,16 @@ LIGHT_ROWS = 5_000
 #: the runs' spread still gives the se.
 PARTICLES = 1000
 HYPER_PARTICLES = 500
+
+#: The conditional ESS each stage's reweighting aims at (``target_ess=None``, the default):
+#: :data:`TARGET_ESS`, or :data:`HYPER_TARGET_ESS` on an integrated hierarchy's
+#: hyperparameters. There a stage costs every row's quadrature at each of its moves'
+#: leapfrogs, the space has a few to a few tens of dimensions and the base is a Laplace or
+#: ADVI Gaussian of the one bump: fewer, longer steps along the path cost less at the same
+#: error, and the runs' spread still gives the se (measured in :doc:`/performance`, "What
+#: a user meets: the first call on a new model").
+TARGET_ESS = 0.8
+HYPER_TARGET_ESS = 0.5
 
 
 def default_n_leapfrog(hyperparameters: bool) -> int:
@@ -166,15 +178,19 @@ class SMCOptions(MethodOptions):
         The pilot run's particles; None: a quarter of ``n_particles`` (at least 2).
     n_leapfrog, n_moves : int, optional
         None: :func:`default_n_leapfrog`, :func:`default_n_moves`.
+    target_ess : float, optional
+        None: :data:`TARGET_ESS`, or :data:`HYPER_TARGET_ESS` on an integrated
+        hierarchy's hyperparameters.
     posterior_moves : "auto" or int
         HMC steps of every particle at ``beta = 1``; ``"auto"``: :data:`POSTERIOR_MOVES`,
         within :data:`POSTERIOR_BUDGET` of the stages' moves on heavy density calls.
-    target_ess, resample_threshold, resampling, arm_threshold, max_expansions, max_stages,
-    max_moves, decorrelation
+    resample_threshold, resampling, arm_threshold, max_expansions, max_stages, max_moves,
+    decorrelation
         As in :class:`~pymc_evidence.engines.settings.SMCSettings`.
     settings : SMCSettings
         Not an option: the engine's settings made from these as they are checked, with
-        ``n_moves`` and ``n_leapfrog`` at :data:`MOVES` and :data:`LEAPFROG` where not given
+        ``n_moves``, ``n_leapfrog`` and ``target_ess`` at :data:`MOVES`, :data:`LEAPFROG`
+        and :data:`TARGET_ESS` where not given
         (:meth:`run_settings` sets them for the problem).
 
     Examples
@@ -192,7 +208,7 @@ class SMCOptions(MethodOptions):
     n_runs: int = 4
     schedule: object = "pilot"
     pilot_particles: int | None = None
-    target_ess: float = 0.8
+    target_ess: float | None = None
     resample_threshold: float = 0.5
     resampling: str = "systematic"
     n_leapfrog: int | None = None
@@ -219,6 +235,8 @@ class SMCOptions(MethodOptions):
             values["n_moves"] = MOVES  # not known before the model is: see run_settings
         if values["n_leapfrog"] is None:
             values["n_leapfrog"] = default_n_leapfrog(False)
+        if values["target_ess"] is None:
+            values["target_ess"] = TARGET_ESS
         if self.uses_pilot:
             values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
         auto = self.auto_posterior_moves
@@ -248,9 +266,10 @@ class SMCOptions(MethodOptions):
 
     def run_settings(self, arm: bool, ndim: int, hyper: bool = False, rows: int = 0):
         """:attr:`settings` for a run: ARM's expansions where ``arm``, ``n_moves=None`` by
-        ``ndim``, ``n_leapfrog=None`` by ``hyper`` (the space is an integrated hierarchy's
-        hyperparameters), the budget of ``posterior_moves="auto"`` by the ``rows`` a
-        density call evaluates (:func:`~pymc_evidence.methods.smc.density_work`)."""
+        ``ndim``, ``n_leapfrog=None`` and ``target_ess=None`` by ``hyper`` (the space is an
+        integrated hierarchy's hyperparameters), the budget of ``posterior_moves="auto"``
+        by the ``rows`` a density call evaluates
+        (:func:`~pymc_evidence.methods.smc.density_work`)."""
         settings = self.settings
         light = rows <= LIGHT_ROWS or not self.auto_posterior_moves
         return replace(
@@ -260,6 +279,9 @@ class SMCOptions(MethodOptions):
             n_leapfrog=default_n_leapfrog(hyper)
             if self.n_leapfrog is None
             else settings.n_leapfrog,
+            target_ess=HYPER_TARGET_ESS
+            if hyper and self.target_ess is None
+            else settings.target_ess,
             posterior_budget=float("inf") if light else POSTERIOR_BUDGET,
         )
 
