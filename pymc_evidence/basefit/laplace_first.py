@@ -43,6 +43,7 @@ __all__ = [
     "CHECK_STEPS",
     "CHECK_WIDTH",
     "LAPLACE_ESS",
+    "WHITE_RATE",
     "laplace_first",
 ]
 
@@ -86,9 +87,9 @@ class _Whitened:
     """``density`` in the coordinates ``z`` of ``x = mean + chol @ z``, the Laplace
     Gaussian's own (there it is ``N(0, I)``), with ``log |chol|`` added so that an ELBO
     is the same in both spaces. Adam's steps are of a fixed size in the coordinates it
-    sees: in these, a step moves a mean a twentieth of a posterior scale whatever the
-    number of rows (in the model's own, where many rows make the posterior narrow, it
-    kicked a settled mean many posterior scales away)."""
+    sees: in these, a step moves a mean at most :data:`WHITE_RATE` of a posterior scale,
+    whatever the number of rows (in the model's own, where many rows make the posterior
+    narrow, it kicked a settled mean many posterior scales away)."""
 
     def __init__(self, density, mode):
         self.density, self.mean, self.chol = density, mode.mean, mode.chol
@@ -140,7 +141,7 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
                 fullrank=fullrank,
                 n_steps=CHECK_STEPS,
                 init_scale=scale,
-                learning_rate=0.05 if target is density else WHITE_RATE,
+                **({} if target is density else {"learning_rate": WHITE_RATE}),
                 rng=rng,
                 callback=update,
             )
