@@ -32,7 +32,7 @@ from .group_quadrature import GroupRule, RowTerms
 from .group_rows import effect_rows, shape_of
 from .group_rule import MAX_STEPS, rule_points, select_rule, without_effects
 
-__all__ = ["GroupPairOut", "find_pair", "integrate_pair", "pair_terms"]
+__all__ = ["GroupPairOut", "constant_in", "find_pair", "integrate_pair", "pair_terms"]
 
 
 @dataclass(frozen=True)
@@ -115,13 +115,13 @@ def pair_terms(logp, us, group, n_groups: int, priors) -> PairTerms:
     effects ``us``, with the effects' prior ``(mean, sd)`` pairs ``priors``."""
     ga, gb = pt.grad(pt.sum(logp), list(us))
     hess = [*pt.grad(pt.sum(ga), list(us)), pt.grad(pt.sum(gb), us[1])]
-    gaussian = _constant_in(hess, us)
+    gaussian = constant_in(hess, us)
     rows = RowTerms(logp, us[0], group, n_groups, *priors[0], gaussian=gaussian)
     means, sds = zip(*priors, strict=True)
     return PairTerms(logp, tuple(us), rows, means, sds, gaussian)
 
 
-def _constant_in(graphs, us) -> bool:
+def constant_in(graphs, us) -> bool:
     """True when ``graphs`` do not depend on ``us`` once specialized (a second derivative's
     fill of the rows' shape still names them after the canonical rewrites)."""
     graphs = rewrite_graph(graphs, include=("canonicalize", "ShapeOpt", "specialize"))

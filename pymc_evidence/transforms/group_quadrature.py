@@ -38,12 +38,62 @@ from pytensor.graph.replace import graph_replace, vectorize_graph
 
 from ..runtime.graph_traits import GROUP_INDEX
 
-__all__ = ["MAX_STEP", "GroupRule", "RowTerms", "log_marginal", "mode_and_scale", "newton"]
+__all__ = [
+    "MAX_STEP", "GroupRule", "RowTerms", "Segments", "log_marginal", "mode_and_scale", "newton",
+]  # fmt: skip
 
 #: Longest Newton step (in the effect's units) where the likelihood is not Gaussian in the
 #: effect: a Poisson group of counts near 100 starts about 4.6 below its mode, where a full
 #: step overshoots to ``exp(50)``; steps of one reach it in a few and then converge.
 MAX_STEP = 1.0
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Rows in groups: each row's group index and the group count, with the gather of group
+    values onto rows and the sum of rows into groups as PyTensor graphs.
+
+    Examples
+    --------
+    >>> import numpy as np, pytensor.tensor as pt
+    >>> seg = Segments(np.array([0, 0, 1]), 2)
+    >>> seg.segment_sum(pt.as_tensor(np.array([1.0, 2.0, 3.0]))).eval()
+    array([3., 3.])
+    """
+
+    group: np.ndarray
+    n_groups: int
+
+    def _constant(self, values):
+        """An integer constant named :data:`~pymc_evidence.runtime.graph_traits.GROUP_INDEX`,
+        which :func:`~pymc_evidence.runtime.graph_traits.gathers_data` passes: this graph runs
+        on XLA, faster than on numba and compiled far sooner (measured in
+        :doc:`/performance`, "What a user meets: the first call on a new model")."""
+        return pt.constant(np.asarray(values, dtype=np.int64), name=GROUP_INDEX)
+
+    def gather(self, groups):
+        """Each row's value of ``(..., J)`` group values: ``(..., n)``."""
+        return groups[..., self._constant(self.group)]
+
+    def segment_sum(self, rows):
+        """Sum ``(..., n)`` rows into ``(..., J)`` groups: the rows gathered into a
+        ``(J, r)`` table (``r`` the largest group, shorter groups padded with zeros; a
+        reshape where the groups are contiguous and equal) and summed along it. XLA's CPU
+        backend runs a scatter-add, a segment sum or a cumulative sum one element at a
+        time, far slower than the density itself (measured in :doc:`/performance`,
+        "What a user meets: the first call on a new model");
+        a gather and a sum run at the density's speed. Where padding would more than
+        quadruple the rows (a few large groups among many small ones), the scatter-add
+        stays."""
+        lead = tuple(rows.shape[i] for i in range(rows.type.ndim - 1))
+        table = _padded_table(self.group, self.n_groups)
+        if table is None:
+            zeros = pt.zeros((*lead, self.n_groups), dtype=rows.dtype)
+            return pt.inc_subtensor(zeros[..., self._constant(self.group)], rows)
+        if isinstance(table, int):
+            return pt.sum(rows.reshape((*lead, self.n_groups, table)), axis=-1)
+        padded = pt.concatenate([rows, pt.zeros((*lead, 1), dtype=rows.dtype)], axis=-1)
+        return pt.sum(padded[..., self._constant(table)], axis=-1)
 
 
 @dataclass(frozen=True)
@@ -88,36 +138,13 @@ class RowTerms:
         d2 = pt.grad(pt.sum(d1), self.u)
         return graph_replace([d1, d2], {self.u: u}, strict=False)
 
-    def _constant(self, values):
-        """An integer constant named :data:`~pymc_evidence.runtime.graph_traits.GROUP_INDEX`,
-        which :func:`~pymc_evidence.runtime.graph_traits.gathers_data` passes: this graph runs
-        on XLA, faster than on numba and compiled far sooner (measured in
-        :doc:`/performance`, "What a user meets: the first call on a new model")."""
-        return pt.constant(np.asarray(values, dtype=np.int64), name=GROUP_INDEX)
-
     def gather(self, groups):
-        """Each row's value of ``(..., J)`` group values: ``(..., n)``."""
-        return groups[..., self._constant(self.group)]
+        """:meth:`Segments.gather` of the rows' groups."""
+        return Segments(self.group, self.n_groups).gather(groups)
 
     def segment_sum(self, rows):
-        """Sum ``(..., n)`` rows into ``(..., J)`` groups: the rows gathered into a
-        ``(J, r)`` table (``r`` the largest group, shorter groups padded with zeros; a
-        reshape where the groups are contiguous and equal) and summed along it. XLA's CPU
-        backend runs a scatter-add, a segment sum or a cumulative sum one element at a
-        time, far slower than the density itself (measured in :doc:`/performance`,
-        "What a user meets: the first call on a new model");
-        a gather and a sum run at the density's speed. Where padding would more than
-        quadruple the rows (a few large groups among many small ones), the scatter-add
-        stays."""
-        lead = tuple(rows.shape[i] for i in range(rows.type.ndim - 1))
-        table = _padded_table(self.group, self.n_groups)
-        if table is None:
-            zeros = pt.zeros((*lead, self.n_groups), dtype=rows.dtype)
-            return pt.inc_subtensor(zeros[..., self._constant(self.group)], rows)
-        if isinstance(table, int):
-            return pt.sum(rows.reshape((*lead, self.n_groups, table)), axis=-1)
-        padded = pt.concatenate([rows, pt.zeros((*lead, 1), dtype=rows.dtype)], axis=-1)
-        return pt.sum(padded[..., self._constant(table)], axis=-1)
+        """:meth:`Segments.segment_sum` of the rows' groups."""
+        return Segments(self.group, self.n_groups).segment_sum(rows)
 
 
 def _padded_table(group: np.ndarray, n_groups: int):

@@ -78,31 +78,32 @@ def data_rich(model: pm.Model) -> tuple[str, ...]:
     return tuple(names)
 
 
-def effect_rows(model: pm.Model, effects, y):
+def effect_rows(model: pm.Model, effects, y, shared: bool = True):
     """``(logp, us, group, priors)``: the rows' log density of ``y`` with each of
-    ``effects`` (Normal vectors of one length) replaced by a dummy ``(n,)`` input of each
-    row's value (``us``), the one group index they share and each effect's prior mean and
-    sd over the groups; None when an effect does not reach the rows through that index
-    and then elementwise."""
+    ``effects`` (Normal vectors) replaced by a dummy ``(n,)`` input of each row's value
+    (``us``), the one group index they share (with ``shared=False``, a tuple of each
+    effect's index) and each effect's prior mean and sd over its groups; None when an
+    effect does not reach the rows through one constant index and then elementwise."""
     logp = model.logp(vars=[y], sum=False)[0]
-    n, n_groups = length(y), length(effects[0])
+    n = length(y)
     if logp.type.ndim != 1 or not n:
         return None
-    us, group, priors = [], None, []
+    us, groups, priors = [], [], []
     for k, effect in enumerate(effects):
-        value = model.rvs_to_values[effect]
+        value, n_groups = model.rvs_to_values[effect], length(effect)
         u = pt.vector(f"u_row_effect_{k}", dtype="float64", shape=(n,))
         logp = _index_lifted(logp, value)
         found = _uses(logp, value, n, n_groups)
-        if found is None or (group is not None and not np.array_equal(found[0], group)):
+        if found is None or (shared and groups and not np.array_equal(found[0], groups[0])):
             return None
-        group, replace = found
-        logp = graph_replace(logp, {r: u for r in replace}, strict=False)
+        groups.append(found[0])
+        logp = graph_replace(logp, {r: u for r in found[1]}, strict=False)
         if value in ancestors([logp]):
             return None
         us.append(u)
         priors.append(_prior(model, effect, n_groups))
     logp = elementwise_rows(logp, us)
+    group = groups[0] if shared else tuple(groups)
     return None if logp is None else (logp, tuple(us), group, tuple(priors))
 
 

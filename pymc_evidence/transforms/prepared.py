@@ -17,6 +17,7 @@ import pymc as pm
 from ..runtime.runtime import fingerprint, runtime_of
 from .gaussian_latent import GaussianOut, integrate_gaussian_latent
 from .group_effects import GroupEffectsOut, integrate_group_effects
+from .group_nested import GroupNestedOut
 from .group_pair_effects import GroupPairOut
 from .marginal import SummedOut, sum_out_discrete
 from .reparam import reparametrize
@@ -40,7 +41,7 @@ _INTEGRATIONS = (
 
 def summed_out(
     source: pm.Model, integrate: bool
-) -> SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | None:
+) -> SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | GroupNestedOut | None:
     """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source`` or, without
     discrete variables and with ``integrate``, :func:`~pymc_evidence.transforms.
     gaussian_latent.integrate_gaussian_latent` or else :func:`~pymc_evidence.transforms.
