@@ -38,8 +38,37 @@ def _stats(y, county, year, J: int, K: int):
         "n": y.size, "yy": float(y @ y), "sum": float(y.sum()),
         "y_a": np.bincount(county, weights=y, minlength=J),
         "y_b": np.bincount(year, weights=y, minlength=K),
-        "n_a": n_a, "n_b": n_b, "cross": cross,
+        "n_a": n_a, "n_b": n_b, "cross": cross, "parent": _parent(cross),
     }  # fmt: skip
+
+
+def _parent(cross: np.ndarray):
+    """Each county's year when every county's rows share one (nested groupings), else None."""
+    if np.any(np.count_nonzero(cross, axis=1) > 1):
+        return None
+    return np.argmax(cross, axis=1)
+
+
+def _nested_log_lik(s: dict, var: float, ta2: float, tb2: np.ndarray) -> np.ndarray:
+    """:func:`crossed_log_lik` where every county lies in one year (state): the Schur
+    complement onto ``(mu, states)`` is then an arrow (``mu`` against a diagonal), solved
+    in ``O(J + K)`` instead of a ``(1 + K)``-square Cholesky factor."""
+    a_diag = 1.0 / ta2 + s["n_a"] / var
+    u_a = s["y_a"] / var
+    parent, K = s["parent"], s["n_b"].size
+    w = np.bincount(parent, s["n_a"] ** 2 / var**2 / a_diag, K)  # (B' B / a) by state
+    wy = np.bincount(parent, s["n_a"] / var * u_a / a_diag, K)
+    c00 = 1.0 / MU_SD**2 + s["n"] / var - w.sum()
+    c0 = s["n_b"] / var - w
+    d = c0[None, :] + 1.0 / tb2[:, None]  # the states' diagonal, each tau_b
+    r0, r = s["sum"] / var - wy.sum(), s["y_b"] / var - wy
+    schur = c00 - np.sum(c0**2 / d, axis=1)
+    quad_m = np.sum(r**2 / d, axis=1) + (r0 - np.sum(c0 * r / d, axis=1)) ** 2 / schur
+    quad = s["yy"] / var - np.sum(u_a**2 / a_diag) - quad_m
+    log_det_m = np.sum(np.log(a_diag)) + np.sum(np.log(d), axis=1) + np.log(schur)
+    log_det_d = np.log(MU_SD**2) + s["n_a"].size * np.log(ta2) + K * np.log(tb2)
+    log_det = s["n"] * np.log(var) + log_det_d + log_det_m
+    return -0.5 * (s["n"] * LOG_2PI + log_det + quad)
 
 
 def crossed_log_lik(s: dict, log_sigma: float, log_ta: float, log_tb) -> np.ndarray:
@@ -47,6 +76,8 @@ def crossed_log_lik(s: dict, log_sigma: float, log_ta: float, log_tb) -> np.ndar
     one ``sigma`` and ``tau_a`` and every ``tau_b`` of the array ``exp(log_tb)``."""
     log_tb = np.atleast_1d(np.asarray(log_tb, dtype=float))
     var, ta2, tb2 = np.exp(2 * log_sigma), np.exp(2 * log_ta), np.exp(2 * log_tb)
+    if s.get("parent") is not None:
+        return _nested_log_lik(s, var, ta2, tb2)
     K = s["n_b"].size
     a_diag = 1.0 / ta2 + s["n_a"] / var  # county block of M (diagonal)
     B = np.column_stack([s["n_a"], s["cross"]]) / var  # county x (mu, years)

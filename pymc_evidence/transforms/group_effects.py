@@ -206,7 +206,7 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     pair = find_pair(model, found)
     if pair is not None:
         return integrate_pair(model, pair[:2], pair[2])
-    nested = find_nested(model, found)
+    nested = find_nested(model, found, MIN_GROUPS)
     if nested is not None:
         return integrate_nested(model, *nested)
     if not found:

@@ -37,10 +37,12 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import zero_grad
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import NormalRV
 
 from .group_pair_effects import constant_in
 from .group_quadrature import GroupRule, Segments
-from .group_rows import effect_rows, shape_of
+from .group_rows import effect_prior, effect_reads, effect_rows, index_lifted, length, shape_of
 from .group_rule import without_effects
 
 __all__ = ["GroupNestedOut", "NestedTerms", "find_nested", "integrate_nested"]
@@ -64,6 +66,12 @@ class NestedTerms:
         The inner groups in the outer ones (each county's state).
     prior_a, prior_b : tuple
         Each effect's prior ``(mean, sd)`` over its groups.
+    zero : TensorVariable or None
+        The rows' total log density at both effects zero (None: :meth:`at` zeros).
+    shift : tuple
+        ``()``, or for an inner effect centred on the outer one (``a ~ N(r + k b[parent],
+        σ)``) the ``(J,)`` graphs ``(r, k)``: the integrated effect is then ``a - r - k
+        b[parent]``, of prior mean zero.
     """
 
     logp: object
@@ -74,6 +82,14 @@ class NestedTerms:
     outer: Segments
     prior_a: tuple
     prior_b: tuple
+    zero: object = None
+    shift: tuple = ()
+
+    def quadratic(self) -> bool:
+        """True when every row's second derivatives are free of both effects."""
+        ga, gb = pt.grad(pt.sum(self.logp), [self.ua, self.ub])
+        hessian = [*pt.grad(pt.sum(ga), [self.ua, self.ub]), pt.grad(pt.sum(gb), self.ub)]
+        return constant_in(hessian, [self.ua, self.ub])
 
     def at(self, a, b):
         """The rows' log density at group effects ``a`` (``(J,)``) and ``b`` (``(K,)``)."""
@@ -90,11 +106,13 @@ class NestedTerms:
         return graph_replace([ga, gb, haa, hab, hbb], rows, strict=False)
 
 
-def find_nested(model: pm.Model, candidates: list):
+def find_nested(model: pm.Model, candidates: list, min_groups: int):
     """``(inner, outer, NestedTerms)`` of two of ``candidates`` (``(effect, RowTerms,
     observed)`` triples of :mod:`.group_effects`) that enter one observed variable, the
     outer's groups each holding whole inner groups, with rows quadratic in both (the
-    largest inner grouping first); None when no two do."""
+    largest inner grouping first), or of a candidate whose prior mean reads such an outer
+    effect of at least ``min_groups`` elements (:func:`_centred_nested`); None when no two
+    do."""
     ordered = sorted(candidates, key=lambda c: (-c[1].n_groups, c[0].name))
     for (a, ra, ya), (b, rb, yb) in permutations(ordered, 2):
         if ya is not yb or ra.n_groups <= rb.n_groups:
@@ -106,15 +124,84 @@ def find_nested(model: pm.Model, candidates: list):
         if found is None:
             continue
         logp, (ua, ub), _, (prior_a, prior_b) = found
-        hessian = pt.grad(pt.sum(pt.grad(pt.sum(logp), ua)), [ua, ub])
-        hessian.append(pt.grad(pt.sum(pt.grad(pt.sum(logp), ub)), ub))
-        if not constant_in(hessian, [ua, ub]):
-            continue
         inner, outer_rows = Segments(ra.group, ra.n_groups), Segments(rb.group, rb.n_groups)
         outer = Segments(parent, rb.n_groups)
         terms = NestedTerms(logp, ua, ub, inner, outer_rows, outer, prior_a, prior_b)
-        return a, b, terms
+        if terms.quadratic():
+            return a, b, terms
+    for a, ra, _ in ordered:
+        found = _centred_nested(model, a, ra, min_groups)
+        if found is not None:
+            return found
     return None
+
+
+def _centred_nested(model: pm.Model, a, ra, min_groups: int):
+    """``(a, b, NestedTerms)`` where the candidate ``a``'s prior mean is ``r + k b[parent]``
+    (``r`` and ``k`` free of ``b``) for a free ``Normal`` vector ``b`` of at least
+    ``min_groups`` elements that no other term reads, and ``a``'s rows are quadratic in
+    ``a``; else None."""
+    mean = model.replace_rvs_by_values([a.owner.op.dist_params(a.owner)[0]])[0]
+    if model.rvs_to_values[a] in ancestors([ra.sd]):
+        return None
+    for b in model.free_RVs:
+        if b is a or not isinstance(b.owner.op, NormalRV) or model.rvs_to_transforms.get(b):
+            continue
+        value = model.rvs_to_values[b]
+        if b.type.ndim != 1 or length(b) < min_groups or value not in ancestors([mean]):
+            continue
+        if value in ancestors([ra.sd]) or _readers(model, value, b) != [a]:
+            continue
+        found = _affine(mean, value, ra.n_groups, length(b))
+        if found is not None:
+            terms = _shifted_terms(model, ra, b, *found)
+            if terms.quadratic():
+                return a, b, terms
+    return None
+
+
+def _readers(model: pm.Model, value, rv) -> list:
+    """The random variables and potentials other than ``rv`` whose log density reads
+    ``value``."""
+    rvs = [r for r in model.basic_RVs if r is not rv]
+    graphs = [model.logp([r]) for r in rvs]
+    graphs += model.replace_rvs_by_values(list(model.potentials))
+    terms = [*rvs, *model.potentials]
+    return [t for t, g in zip(terms, graphs, strict=True) if value in ancestors([g])]
+
+
+def _affine(mean, value, n_inner: int, n_outer: int):
+    """``(parent, r, k)`` when ``mean`` (``(J,)``) is ``r + k value[parent]`` elementwise for
+    a constant index ``parent`` and ``r``, ``k`` free of ``value``; else None."""
+    mean = index_lifted(pt.broadcast_to(mean, (n_inner,)).astype("float64"), value)
+    found = effect_reads(mean, value, n_inner, n_outer)
+    if found is None:
+        return None
+    parent, reads = found
+    v = pt.vector("outer_of_inner", dtype="float64", shape=(n_inner,))
+    mean = graph_replace(mean, {r: v for r in reads}, strict=False)
+    slope = pt.grad(pt.sum(mean), v)
+    if value in ancestors([mean]) or not constant_in([slope], [v]):
+        return None
+    zeros = pt.zeros(n_inner, dtype="float64")
+    rest, slope = graph_replace([mean, slope], {v: zeros}, strict=False)
+    return parent, rest, slope
+
+
+def _shifted_terms(model: pm.Model, ra, b, parent, rest, slope) -> NestedTerms:
+    """The :class:`NestedTerms` of rows ``ra`` whose effect is ``a' + r + k b[parent]``."""
+    n, n_outer = len(ra.group), length(b)
+    ua = pt.vector("u_row_inner", dtype="float64", shape=(n,))
+    ub = pt.vector("u_row_outer", dtype="float64", shape=(n,))
+    inner = Segments(ra.group, ra.n_groups)
+    row = ua + inner.gather(rest) + inner.gather(slope) * ub
+    logp = graph_replace(ra.logp, {ra.u: row}, strict=False)
+    prior_a = (pt.zeros(ra.n_groups, dtype="float64"), ra.sd)
+    outer_rows, outer = Segments(parent[ra.group], n_outer), Segments(parent, n_outer)
+    prior_b = effect_prior(model, b, n_outer)
+    zero = pt.sum(ra.at(pt.zeros(n, dtype="float64")))
+    args = (logp, ua, ub, inner, outer_rows, outer, prior_a, prior_b)
+    return NestedTerms(*args, zero=zero, shift=(rest, slope))
 
 
 def _parent(inner: np.ndarray, outer: np.ndarray, n_inner: int) -> np.ndarray | None:
@@ -177,7 +264,9 @@ class GroupNestedOut:
     shapes : tuple of tuple
         Their shapes, ``((J,), (K,))``.
     moments : tuple of TensorVariable
-        On ``model``'s value variables: the tables of :func:`nested_log_marginal`.
+        On ``model``'s value variables: the tables of :func:`nested_log_marginal`, then
+        :attr:`NestedTerms.shift`'s ``(r, k)`` where the inner effect is centred on the
+        outer.
     parent : numpy.ndarray
         ``(J,)`` each inner group's outer group.
     rule : GroupRule
@@ -201,10 +290,13 @@ class GroupNestedOut:
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Exact draws of both effects from their conditional given the hyperparameters,
         one per row of the tables (the outer effect first)."""
-        mode_a, scale_a, slope, mode_b, scale_b = (np.asarray(t, dtype=float) for t in tables)
+        tables = [np.asarray(t, dtype=float) for t in tables]
+        mode_a, scale_a, slope, mode_b, scale_b = tables[:5]
         b = mode_b + scale_b * rng.standard_normal(mode_b.shape)
         shift = (b - mode_b)[:, self.parent]
         a = mode_a - slope * shift + scale_a * rng.standard_normal(mode_a.shape)
+        if len(tables) == 7:  # a centred on b: a = a' + r + k b[parent]
+            a = a + tables[5] + tables[6] * b[:, self.parent]
         return dict(zip(self.names, (a, b), strict=True))
 
 
@@ -228,9 +320,12 @@ def integrate_nested(model: pm.Model, inner, outer, terms: NestedTerms) -> Group
     (('a', 'b'), ['tau'])
     """
     total, tables = nested_log_marginal(terms)
-    zeros_a = pt.zeros(terms.inner.n_groups, dtype="float64")
-    at_zero = pt.sum(terms.at(zeros_a, pt.zeros(terms.outer.n_groups, dtype="float64")))
-    new, moments = without_effects(model, [inner, outer], total - at_zero, tables)
+    at_zero = terms.zero
+    if at_zero is None:
+        zeros_a = pt.zeros(terms.inner.n_groups, dtype="float64")
+        at_zero = pt.sum(terms.at(zeros_a, pt.zeros(terms.outer.n_groups, dtype="float64")))
+    graphs = [*tables, *terms.shift]
+    new, moments = without_effects(model, [inner, outer], total - at_zero, graphs)
     names = (inner.name, outer.name)
     shapes = (shape_of(inner), shape_of(outer))
     return GroupNestedOut(new, names, shapes, tuple(moments), terms.outer.group)

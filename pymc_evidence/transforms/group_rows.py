@@ -25,8 +25,8 @@ from .gaussian_latent import dependents, free_of, static_size
 from .group_quadrature import RowTerms
 
 __all__ = [
-    "RICH_ROWS", "constant_index", "data_rich", "effect_rows", "elementwise_rows", "length",
-    "row_terms", "shape_of",
+    "RICH_ROWS", "constant_index", "data_rich", "effect_prior", "effect_reads", "effect_rows",
+    "elementwise_rows", "index_lifted", "length", "row_terms", "shape_of",
 ]  # fmt: skip
 
 #: A ``Normal`` vector every element of which reaches at least this many rows of an
@@ -92,8 +92,8 @@ def effect_rows(model: pm.Model, effects, y, shared: bool = True):
     for k, effect in enumerate(effects):
         value, n_groups = model.rvs_to_values[effect], length(effect)
         u = pt.vector(f"u_row_effect_{k}", dtype="float64", shape=(n,))
-        logp = _index_lifted(logp, value)
-        found = _uses(logp, value, n, n_groups)
+        logp = index_lifted(logp, value)
+        found = effect_reads(logp, value, n, n_groups)
         if found is None or (shared and groups and not np.array_equal(found[0], groups[0])):
             return None
         groups.append(found[0])
@@ -101,7 +101,7 @@ def effect_rows(model: pm.Model, effects, y, shared: bool = True):
         if value in ancestors([logp]):
             return None
         us.append(u)
-        priors.append(_prior(model, effect, n_groups))
+        priors.append(effect_prior(model, effect, n_groups))
     logp = elementwise_rows(logp, us)
     group = groups[0] if shared else tuple(groups)
     return None if logp is None else (logp, tuple(us), group, tuple(priors))
@@ -117,7 +117,7 @@ def elementwise_rows(logp, us):
     return logp if all(_elementwise(logp, u) for u in us) else None
 
 
-def _prior(model: pm.Model, effect, n_groups: int):
+def effect_prior(model: pm.Model, effect, n_groups: int):
     """The prior mean and sd of every group's effect, in the model's value variables."""
     mean, sd = effect.owner.op.dist_params(effect.owner)
     shape = (n_groups,)
@@ -151,7 +151,7 @@ def length(var) -> int:
         return 0
 
 
-def _uses(logp, value, n: int, n_groups: int):
+def effect_reads(logp, value, n: int, n_groups: int):
     """``(group index, variables to replace by the row effect)``: the outputs of ``value[g]``
     for one constant ``g``, or ``value`` itself with one row per group; else None."""
     nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
@@ -167,10 +167,10 @@ def _uses(logp, value, n: int, n_groups: int):
     return np.arange(n_groups), [value]
 
 
-def _index_lifted(logp, value):
+def index_lifted(logp, value):
     """``logp`` with every ``e(value, ...)[g]`` of an elementwise ``e`` written as
     ``e(value[g], ...[g])``, down to ``value`` (a non-centred effect ``mu + tau * z``
-    indexed by group), so that :func:`_uses` finds ``value[g]`` itself."""
+    indexed by group), so that :func:`effect_reads` finds ``value[g]`` itself."""
     nodes = {v.owner for v in ancestors([logp]) if v.owner is not None}
     lifted = {}
     for node in nodes:

@@ -336,14 +336,17 @@ def test_hierarchical_quantiles_against_prior_monte_carlo():
         assert np.all(np.abs(cdf - probs) < 4 * se), (cdf, probs, se)
 
 
-def test_crossed_log_lik_against_the_dense_covariance():
+@pytest.mark.parametrize("nested", [False, True], ids=["crossed", "nested (arrow)"])
+def test_crossed_log_lik_against_the_dense_covariance(nested):
     """Woodbury and the Schur complement onto (mu, years) against scipy's density of the
-    dense ``sigma^2 I + U D U'`` at two points (``tau_b`` an array: both at once)."""
+    dense ``sigma^2 I + U D U'`` at two points (``tau_b`` an array: both at once); nested
+    groupings take the arrow-shaped complement."""
     from pymc_evidence.testing.crossed import MU_SD, _stats, crossed_intercepts, crossed_log_lik
 
-    system = crossed_intercepts(J=12, K=3, rows=3)
+    system = crossed_intercepts(J=12, K=3, rows=3, nested=nested)
     y, county, year = (system.data[k] for k in ("y", "county", "year"))
     s = _stats(y, county, year, 12, 3)
+    assert (s["parent"] is not None) == nested
     U = np.column_stack([np.ones(y.size), np.eye(12)[county], np.eye(3)[year]])
     for log_sigma, log_ta in ((0.1, -0.5), (-0.3, 0.2)):
         log_tb = np.array([-1.0, 0.5])

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import pymc_evidence as pme
-from pymc_evidence.testing.crossed import crossed_intercepts
+from pymc_evidence.testing.crossed import _stats, crossed_intercepts, crossed_log_z
 from pymc_evidence.transforms.group_effects import GroupEffectsOut, integrate_group_effects
 from pymc_evidence.transforms.group_nested import GroupNestedOut
 from tests._accuracy import assert_log_z
@@ -32,10 +32,15 @@ def _covariance(system, sigma, tau_a, tau_b):
     return sigma**2 * eye + tau_a**2 * za @ za.T + tau_b**2 * zb @ zb.T, za, zb
 
 
-def _values(names, mu, sigma, tau_a, tau_b):
+def _point(mu, sigma, tau_a, tau_b) -> dict:
+    """The hyperparameters' values in the model's value space."""
     point = {"mu": mu, "sigma_log__": np.log(sigma)}
     point.update(tau_a_log__=np.log(tau_a), tau_b_log__=np.log(tau_b))
-    return [point[name] for name in names]
+    return point
+
+
+def _values(names, *hyper):
+    return [_point(*hyper)[name] for name in names]
 
 
 @pytest.mark.parametrize("centered", [True, False], ids=["centred", "non-centred"])
@@ -50,16 +55,67 @@ def test_nested_effects_are_integrated_exactly(centered):
     for mu, sigma, tau_a, tau_b in POINTS:
         cov = _covariance(system, sigma, tau_a, tau_b)[0]
         exact = stats.multivariate_normal(np.full(len(y), mu), cov).logpdf(y)
-        point = {"mu": mu, "sigma_log__": np.log(sigma)}
-        point.update(tau_a_log__=np.log(tau_a), tau_b_log__=np.log(tau_b))
-        assert likelihood(point) == pytest.approx(exact, abs=1e-8)
+        assert likelihood(_point(mu, sigma, tau_a, tau_b)) == pytest.approx(exact, abs=1e-8)
 
 
-def test_nested_draws_follow_the_joint_conditional():
+def _three_levels(form: str, J=30, K=6):
+    """Counties centred on their state, ``a ~ N(b[state], tau_a)``, and states on ``mu``
+    (``form="centred"``), or ``a ~ N(mu + tau_b zb[state], tau_a)`` (``"outer non-centred"``);
+    the same data covariance as :func:`_nested`'s."""
+    rng = np.random.default_rng(1)
+    county, parent = np.repeat(np.arange(J), 3), rng.integers(0, K, J)
+    y = 1.0 + rng.normal(0, 0.4, K)[parent][county] + rng.normal(0, 0.6, J)[county]
+    y = y + rng.normal(size=county.size)
+    with pm.Model() as model:
+        mu, sigma = pm.Normal("mu", 0.0, 5.0), pm.HalfNormal("sigma", 1.0)
+        tau_a, tau_b = pm.HalfNormal("tau_a", 1.0), pm.HalfNormal("tau_b", 1.0)
+        if form == "centred":
+            b = pm.Normal("b", mu, tau_b, shape=K)
+            a = pm.Normal("a", b[parent], tau_a, shape=J)
+        else:
+            zb = pm.Normal("zb", 0.0, 1.0, shape=K)
+            a = pm.Normal("a", mu + tau_b * zb[parent], tau_a, shape=J)
+        pm.Normal("y", a[county], sigma, observed=y)
+    return model, {"y": y, "county": county, "year": parent[county]}
+
+
+@pytest.mark.parametrize("form", ["centred", "outer non-centred"])
+def test_counties_centred_on_their_state_are_integrated_exactly(form):
+    """The three-level form users write from the textbooks: the state effect enters the
+    rows through the counties' prior mean (and the mean ``mu`` through the states')."""
+    model, data = _three_levels(form)
+    out = integrate_group_effects(model)
+    assert isinstance(out, GroupNestedOut)
+    assert out.names == (("a", "b") if form == "centred" else ("a", "zb"))
+    assert sorted(rv.name for rv in out.model.free_RVs) == ["mu", "sigma", "tau_a", "tau_b"]
+    likelihood = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials)
+    system = type("S", (), {"data": data})
+    for mu, sigma, tau_a, tau_b in POINTS:
+        cov = _covariance(system, sigma, tau_a, tau_b)[0]
+        exact = stats.multivariate_normal(np.full(len(data["y"]), mu), cov).logpdf(data["y"])
+        assert likelihood(_point(mu, sigma, tau_a, tau_b)) == pytest.approx(exact, abs=1e-8)
+
+
+def _posterior(y, z, mean, cov, sigma):
+    """The Gaussian posterior ``(mean, cov)`` of ``x ~ N(mean, cov)`` given ``y ~ N(z x,
+    sigma² I)``."""
+    precision = np.linalg.inv(cov) + z.T @ z / sigma**2
+    post_cov = np.linalg.inv(precision)
+    return post_cov @ (np.linalg.solve(cov, mean) + z.T @ y / sigma**2), post_cov
+
+
+@pytest.mark.parametrize("form", ["additive", "centred"])
+def test_nested_draws_follow_the_joint_conditional(form):
     """At fixed hyperparameters, the draws' mean and covariance of ``(a, b)`` against the
-    exact Gaussian conditional (dense precision ``Z'Z / sigma² + D^-1``)."""
-    system = _nested(J=15, K=5)
-    out = integrate_group_effects(system.model)
+    exact Gaussian conditional (dense algebra): ``a[county] + b[state]`` with both centred
+    on zero and ``mu`` in the rows, or ``a ~ N(b[state], tau_a)``, ``b ~ N(mu, tau_b)``."""
+    J, K = 15, 5
+    if form == "additive":
+        system = _nested(J=J, K=K)
+        model, data = system.model, system.data
+    else:
+        model, data = _three_levels("centred", J=J, K=K)
+    out = integrate_group_effects(model)
     space = pme.base.model_space(out.model)
     mu, sigma, tau_a, tau_b = POINTS[0]
     n = 8000
@@ -67,21 +123,25 @@ def test_nested_draws_follow_the_joint_conditional():
     tables = space.batched_rows_function("t", lambda: list(out.tables))(x)
     draws = out.draw(tables, np.random.default_rng(0))
     joint = np.hstack([draws["a"], draws["b"]])
-    _, za, zb = _covariance(system, sigma, tau_a, tau_b)
-    z = np.hstack([za, zb])
-    prior = np.r_[np.full(za.shape[1], tau_a**-2), np.full(zb.shape[1], tau_b**-2)]
-    cov = np.linalg.inv(z.T @ z / sigma**2 + np.diag(prior))
-    mean = cov @ z.T @ (system.data["y"] - mu) / sigma**2
+    za, zb = np.eye(J)[data["county"]], np.eye(K)[data["year"]]
+    parent = out.parent
+    p = np.eye(K)[parent]
+    if form == "additive":
+        cov = np.diag(np.r_[np.full(J, tau_a**2), np.full(K, tau_b**2)])
+        mean, loads, y = np.zeros(J + K), np.hstack([za, zb]), data["y"] - mu
+    else:
+        cov = np.block([[tau_a**2 * np.eye(J) + tau_b**2 * p @ p.T, tau_b**2 * p],
+                        [tau_b**2 * p.T, tau_b**2 * np.eye(K)]])  # fmt: skip
+        mean, loads, y = np.full(J + K, mu), np.hstack([za, 0 * zb]), data["y"]
+    mean, cov = _posterior(y, loads, mean, cov, sigma)
     sd = np.sqrt(np.diag(cov))
     assert np.all(np.abs(joint.mean(0) - mean) < 4 * sd / np.sqrt(n))
     # each variance within 4 of its sampling sd (a variance's sd is sd² √(2 / n))
     assert np.all(np.abs(joint.var(0) / sd**2 - 1) < 4 * np.sqrt(2 / n))
     # the state-county covariance is the coupling: a's draws are not independent of b's
-    outer = out.parent[0]
-    coupled = np.cov(draws["a"][:, 0], draws["b"][:, outer])[0, 1]
-    assert coupled == pytest.approx(
-        cov[0, za.shape[1] + outer], abs=4 * sd[0] * sd[15 + outer] * np.sqrt(2 / n)
-    )
+    coupled = np.cov(draws["a"][:, 0], draws["b"][:, parent[0]])[0, 1]
+    bound = 4 * sd[0] * sd[J + parent[0]] * np.sqrt(2 / n)
+    assert coupled == pytest.approx(cov[0, J + parent[0]], abs=bound)
 
 
 def test_poisson_nested_effects_keep_one_grouping():
@@ -96,14 +156,22 @@ def test_poisson_nested_effects_keep_one_grouping():
     assert isinstance(out, GroupEffectsOut) and out.names == ("a",)
 
 
-@pytest.mark.parametrize("centered", [True, False], ids=["centred", "non-centred"])
-def test_default_evidence_of_nested_intercepts(centered):
-    system = _nested(centered=centered)
+@pytest.mark.parametrize("form", ["centred", "non-centred", "three levels"])
+def test_default_evidence_of_nested_intercepts(form):
+    """The truth: :func:`crossed_intercepts`' Woodbury algebra over the three scales (the
+    three-level form has the same data covariance and ``mu``'s prior)."""
+    if form == "three levels":
+        model, data = _three_levels("centred")
+        s = _stats(data["y"], data["county"], data["year"], 30, 6)
+        log_z = crossed_log_z(s)
+    else:
+        system = _nested(centered=form == "centred")
+        model, log_z = system.model, system.log_z
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = pme.sample_evidence(system.model, random_seed=1, progressbar=False)
+        idata = pme.sample_evidence(model, random_seed=1, progressbar=False)
     est = pme.log_evidence(idata)
-    assert_log_z(est, system.log_z, abs_tol=0.1, se_max=0.05, label=f"nested {centered}")
+    assert_log_z(est, log_z, abs_tol=0.1, se_max=0.05, label=f"nested {form}")
     post = idata["posterior"]
-    assert post["a"].shape[-1] == 30 and post["b"].shape[-1] == 6
+    assert post["a"].shape[-1] == 30 and post["b"].shape[-1] == 6  # drawn back
     assert np.isfinite(post["a"].values).all() and np.isfinite(post["b"].values).all()
