@@ -40,9 +40,16 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import NormalRV
 
-from .group_pair_effects import constant_in
 from .group_quadrature import GroupRule, Segments
-from .group_rows import effect_prior, effect_reads, effect_rows, index_lifted, length, shape_of
+from .group_rows import (
+    constant_in,
+    effect_prior,
+    effect_reads,
+    effect_rows,
+    index_lifted,
+    length,
+    shape_of,
+)
 from .group_rule import without_effects
 
 __all__ = ["GroupNestedOut", "NestedTerms", "find_nested", "integrate_nested"]

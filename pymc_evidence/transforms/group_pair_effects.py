@@ -15,7 +15,6 @@ from itertools import combinations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
 
 from .discrete_values import to_new_values
@@ -29,10 +28,10 @@ from .group_pairs import (
     pair_potential,
 )
 from .group_quadrature import GroupRule, RowTerms
-from .group_rows import effect_rows, shape_of
+from .group_rows import constant_in, effect_rows, shape_of
 from .group_rule import MAX_STEPS, rule_points, select_rule, without_effects
 
-__all__ = ["GroupPairOut", "constant_in", "find_pair", "integrate_pair", "pair_terms"]
+__all__ = ["GroupPairOut", "find_pair", "integrate_pair", "pair_terms"]
 
 
 @dataclass(frozen=True)
@@ -119,13 +118,6 @@ def pair_terms(logp, us, group, n_groups: int, priors) -> PairTerms:
     rows = RowTerms(logp, us[0], group, n_groups, *priors[0], gaussian=gaussian)
     means, sds = zip(*priors, strict=True)
     return PairTerms(logp, tuple(us), rows, means, sds, gaussian)
-
-
-def constant_in(graphs, us) -> bool:
-    """True when ``graphs`` do not depend on ``us`` once specialized (a second derivative's
-    fill of the rows' shape still names them after the canonical rewrites)."""
-    graphs = rewrite_graph(graphs, include=("canonicalize", "ShapeOpt", "specialize"))
-    return not any(u in ancestors(graphs) for u in us)
 
 
 def integrate_pair(model: pm.Model, effects, terms: PairTerms, back=None) -> GroupPairOut:

@@ -16,17 +16,18 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.rewriting.utils import rewrite_graph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import NormalRV
 
 from ..runtime.simplify import simplify_logp
-from .gaussian_latent import dependents, free_of, static_size
+from .gaussian_latent import dependents, static_size
 from .group_quadrature import RowTerms
 
 __all__ = [
-    "RICH_ROWS", "constant_index", "data_rich", "effect_prior", "effect_reads", "effect_rows",
-    "elementwise_rows", "index_lifted", "length", "row_terms", "shape_of",
+    "RICH_ROWS", "constant_in", "constant_index", "data_rich", "effect_prior", "effect_reads",
+    "effect_rows", "elementwise_rows", "index_lifted", "length", "row_terms", "shape_of",
 ]  # fmt: skip
 
 #: A ``Normal`` vector every element of which reaches at least this many rows of an
@@ -44,7 +45,14 @@ def row_terms(model: pm.Model, effect, y) -> RowTerms | None:
         return None
     logp, (u,), group, ((mean, sd),) = found
     d2 = pt.grad(pt.sum(pt.grad(pt.sum(logp), u)), u)
-    return RowTerms(logp, u, group, length(effect), mean, sd, gaussian=free_of(d2, [u]))
+    return RowTerms(logp, u, group, length(effect), mean, sd, gaussian=constant_in([d2], [u]))
+
+
+def constant_in(graphs, us) -> bool:
+    """True when ``graphs`` do not depend on ``us`` once specialized (a second derivative's
+    fill of the rows' shape still names them after the canonical rewrites)."""
+    graphs = rewrite_graph(graphs, include=("canonicalize", "ShapeOpt", "specialize"))
+    return not any(u in ancestors(graphs) for u in us)
 
 
 def data_rich(model: pm.Model) -> tuple[str, ...]:
