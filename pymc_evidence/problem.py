@@ -29,7 +29,8 @@ from .nuts import SamplingArgs, run_nuts
 from .results.model_data import dims_of
 from .runtime import runtime_of
 from .runtime.batched_logp import batched_logp
-from .runtime.space import ModelSpace
+from .runtime.space import ModelSpace, in_chunks
+from .transforms.discrete_values import stale_deterministics
 from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
 from .transforms.group_nested import GroupNestedOut
@@ -360,11 +361,15 @@ class EvidenceProblem:
         model = self.model
         x = np.asarray(x, dtype=float)
         n_chain, n_draw = x.shape[:2]
-        outputs = list(model.free_RVs) + list(model.deterministics)
+        stale = set()  # computed again from the draws of what was summed out or integrated
+        if self.summed is not None and self.source is not None:
+            stale = set(stale_deterministics(self.source, self.summed.names))
+        kept = [d for d in model.deterministics if d.name not in stale]
+        outputs = list(model.free_RVs) + kept
         fn = self.space.rows_function(
             "posterior", lambda: model.replace_rvs_by_values(outputs)
         )  # compiled once per model
-        rows = fn(x.reshape(-1, x.shape[-1]))
+        rows = in_chunks(fn, x.reshape(-1, x.shape[-1]))
         data, coords = {}, {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
         for i, var in enumerate(outputs):
             values = np.asarray(rows[i]).reshape((n_chain, n_draw) + np.shape(rows[i])[1:])

@@ -14,12 +14,13 @@ import numpy as np
 import pymc as pm
 import pytensor
 import xarray as xr
-from pytensor.graph.traversal import ancestors
 
 from ..compat import get_group, group_names, set_group
 from ..results.model_data import dims_of
 from ..runtime._compile import no_jit_mode, without_tracebacks
 from ..runtime.runtime import model_space
+from ..runtime.space import in_chunks
+from ..transforms.discrete_values import stale_deterministics
 
 __all__ = ["with_discrete_draws"]
 
@@ -74,8 +75,7 @@ def _draws(summed, space, x: np.ndarray, rng) -> dict:
 def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.Dataset:
     """``post`` with the source's deterministics that depend on ``names`` computed again
     (the continuous model computed them at the summed-out variables' fixed values)."""
-    discrete = {source[name] for name in names}
-    stale = [d.name for d in source.deterministics if discrete & set(ancestors([d]))]
+    stale = stale_deterministics(source, names)
     if not stale:
         return post
     try:  # every draw in one vectorized call, no JIT
@@ -94,16 +94,19 @@ def _recomputed_deterministics(post: xr.Dataset, source: pm.Model, names) -> xr.
 def _vectorized(post: xr.Dataset, source: pm.Model, stale: list) -> dict:
     """The deterministics ``stale`` of ``source`` at every draw of ``post``, by one call
     vectorized over the draws (PyMC's ``compute_deterministics`` calls once per draw,
-    slow for a GP's ``f`` over thousands of draws)."""
+    slow for a GP's ``f`` over thousands of draws), in chunks of draws
+    (:func:`~pymc_evidence.runtime.space.in_chunks`)."""
     space = model_space(source)
     x = np.asarray(space.unconstrain({rv.name: post[rv.name].values for rv in source.free_RVs}))
     fn = space.rows_function(
         ("deterministics", *stale),
         lambda: source.replace_rvs_by_values([source[name] for name in stale]),
     )
-    rows = fn(x.reshape(-1, x.shape[-1]))
+    rows = in_chunks(fn, x.reshape(-1, x.shape[-1]))
     out = {}
     for name, value in zip(stale, rows, strict=True):
         value = np.asarray(value).reshape(x.shape[:-1] + np.shape(value)[1:])
-        out[name] = (("chain", "draw") + dims_of(source, name, value.shape[2:]), value)
+        dims = ("chain", "draw") + dims_of(source, name, value.shape[2:])
+        coords = {d: np.asarray(source.coords[d]) for d in dims if source.coords.get(d) is not None}
+        out[name] = xr.DataArray(value, dims=dims, coords=coords)
     return out

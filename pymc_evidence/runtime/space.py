@@ -24,7 +24,27 @@ from ._compile import compile_fn, compile_rows, rows_of
 if TYPE_CHECKING:
     from .runtime import ModelRuntime
 
-__all__ = ["ModelSpace"]
+__all__ = ["DRAW_CHUNK", "ModelSpace", "in_chunks"]
+
+#: Draws evaluated in one vectorized call by :func:`in_chunks`: a row-sized deterministic's
+#: temporaries (bambi's ``mu``: draws × rows) stay a few MB and are reused, where all draws
+#: at once allocated fresh arrays of hundreds of MB for every op (2026-12-05: bambi's
+#: ``mu`` at 2 000 draws × 6 000 rows, a product 0.65 s at once, 0.03 s in chunks).
+DRAW_CHUNK = 128
+
+
+def in_chunks(fn, x: np.ndarray, size: int = DRAW_CHUNK) -> list:
+    """``fn(x)`` (a :meth:`ModelSpace.rows_function`: a list of arrays with a leading
+    dimension of ``len(x)``) evaluated ``size`` rows at a time and joined.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> in_chunks(lambda x: [2 * x, x.sum(1)], np.ones((5, 2)), size=2)[1]
+    array([2., 2., 2., 2., 2.])
+    """
+    parts = [fn(x[i : i + size]) for i in range(0, len(x), size)]
+    return [np.concatenate(out) for out in zip(*parts, strict=True)]
 
 
 def _initvals_key(model) -> tuple:

@@ -25,6 +25,7 @@ __all__ = [
     "log_value_count",
     "model_terms",
     "most_probable",
+    "stale_deterministics",
     "start_index",
     "to_new_values",
     "values_at_initial_point",
@@ -170,6 +171,14 @@ def start_index(model: pm.Model, log_weights, axis=None):
     the children's terms are finite wherever any is."""
     (weights,) = values_at_initial_point(model, [log_weights])
     return most_probable(weights, axis=axis)
+
+
+def stale_deterministics(source: pm.Model, names) -> list[str]:
+    """Names of ``source``'s deterministics that read any of the variables ``names``: a
+    copy with those variables summed out or integrated computes them at the variables'
+    fixed values, and the results compute them again from the variables' draws."""
+    removed = {source[name] for name in names}
+    return [d.name for d in source.deterministics if removed & set(ancestors([d]))]
 
 
 def to_new_values(model: pm.Model, new: pm.Model, graphs) -> list:
