@@ -24,6 +24,8 @@ Models (each with a log Z computed without pymc_evidence):
   composite Gauss-Legendre over the three of them);
 * ``nested:J``: nested random intercepts ``(1|state) + (1|state:county)``, ``J`` counties of
   4 rows in ``J / 20`` states, written as ``crossed:J`` (the same function, ``nested=True``);
+* ``nested3:J``: the same data written in three levels, counties centred on their state
+  (``a ~ N(b[state], tau_a)``, rows ``mu + a[county]``; ``three_level=True``), same log Z;
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
@@ -47,6 +49,7 @@ KINDS = (
     "lkjc",
     "crossed",
     "nested",
+    "nested3",
     "logistic",
 )
 
@@ -81,10 +84,13 @@ def sized(name: str, truth: bool = True):
         from pymc_evidence.testing.crossed import crossed_intercepts
 
         system = crossed_intercepts(J=J, K=10, rows=4, seed=1)
-    elif kind == "nested":
+    elif kind in ("nested", "nested3"):
         from pymc_evidence.testing.crossed import crossed_intercepts
 
-        system = crossed_intercepts(J=J, K=max(J // 20, 5), rows=4, seed=1, nested=True)
+        three = kind == "nested3"
+        system = crossed_intercepts(
+            J=J, K=max(J // 20, 5), rows=4, seed=1, nested=True, three_level=three
+        )
     elif kind == "logistic":
         return logistic(J)
     else:

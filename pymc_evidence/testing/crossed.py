@@ -164,13 +164,16 @@ def crossed_intercepts(
     seed: int = 0,
     centered: bool = True,
     nested: bool = False,
+    three_level: bool = False,
 ) -> AnalyticModel:
     """``J`` counties crossed with ``K`` years, ``rows`` rows a county (years drawn at
     random), intercepts ``a ~ N(0, 0.6)``, ``b ~ N(0, 0.4)``, noise 1 (module docstring).
 
     ``nested=True``: the ``K`` groups are states that hold whole counties (each county's
     rows all in one state, drawn at random), bambi's ``(1|state) + (1|state:county)``;
-    the same algebra gives its log Z.
+    the same algebra gives its log Z. ``three_level=True`` (with ``nested``) writes the
+    counties centred on their state, ``a ~ N(b[state], tau_a)``, and the rows ``mu +
+    a[county]``: the same data covariance and log Z.
 
     Examples
     --------
@@ -178,6 +181,8 @@ def crossed_intercepts(
     >>> [rv.name for rv in system.model.free_RVs]
     ['mu', 'sigma', 'tau_a', 'tau_b', 'a', 'b']
     """
+    if three_level and not nested:
+        raise ValueError("three_level=True needs nested=True: crossed years hold no counties")
     rng = np.random.default_rng(seed)
     county = np.repeat(np.arange(J), rows)
     year = rng.integers(0, K, J)[county] if nested else rng.integers(0, K, county.size)
@@ -188,13 +193,18 @@ def crossed_intercepts(
         mu = pm.Normal("mu", f64(0.0), f64(MU_SD))
         sigma = pm.HalfNormal("sigma", f64(1.0))
         tau_a, tau_b = pm.HalfNormal("tau_a", f64(1.0)), pm.HalfNormal("tau_b", f64(1.0))
-        if centered:
+        if three_level:
+            b = pm.Normal("b", f64(0.0), tau_b, dims="year")
+            a = pm.Normal("a", b[year[::rows]], tau_a, dims="county")
+            pm.Normal("y", mu + a[county], sigma, observed=y)
+        elif centered:
             a = pm.Normal("a", f64(0.0), tau_a, dims="county")
             b = pm.Normal("b", f64(0.0), tau_b, dims="year")
         else:
             a = pm.Deterministic("a", tau_a * pm.Normal("za", 0.0, 1.0, dims="county"))
             b = pm.Deterministic("b", tau_b * pm.Normal("zb", 0.0, 1.0, dims="year"))
-        pm.Normal("y", mu + a[county] + b[year], sigma, observed=y)
+        if not three_level:
+            pm.Normal("y", mu + a[county] + b[year], sigma, observed=y)
     log_z = crossed_log_z(_stats(y, county, year, J, K))
     description = (
         f"{'Nested' if nested else 'Crossed'} random intercepts: {J} counties x {K} "
@@ -202,5 +212,5 @@ def crossed_intercepts(
         f"(seed={seed}); log Z by Woodbury and a 3-D Gauss-Legendre rule over the scales."
     )
     data = as_data(y=y, county=county, year=year)
-    name = f"{'nested' if nested else 'crossed'}_{J}x{K}"
+    name = f"{'nested' if nested else 'crossed'}{'3' if three_level else ''}_{J}x{K}"
     return AnalyticModel(name, model, log_z, description, data)
