@@ -9,9 +9,9 @@ counties:
                    ∏_{i in c} p(y_i | a_c, b_k) da_c db_k.
 
 Integrating the counties alone (:mod:`.group_effects`) leaves the states in the annealed
-space, one dimension each, with a funnel against their scale: 54 dimensions for 1 000
-counties in 50 states, and ``smc`` cost twice a plain ``pm.sample`` there (measured in
-:doc:`/performance`, "Twenty-ninth session"). Where the rows' log density is quadratic in
+space, one dimension each, with a funnel against their scale, and the annealing's cost
+grows with them (measured in :doc:`/hard_models`, "Group effects integrated out:
+hierarchies of hundreds to thousands of groups"). Where the rows' log density is quadratic in
 both effects (a Gaussian likelihood, any link that is the identity), each state's integral
 is a Gaussian one over ``1 + n_k`` effects whose negative Hessian is an arrow: the state's
 curvature ``H_k``, each county's ``H_c`` and their coupling ``C_c``. One joint Newton step
