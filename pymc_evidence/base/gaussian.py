@@ -19,6 +19,8 @@ import pytensor
 import pytensor.tensor as pt
 from scipy.linalg import solve_triangular
 
+from .stats import FitStats
+
 __all__ = [
     "BaseDensity",
     "GaussianBase",
@@ -46,7 +48,10 @@ class BaseDensity(Protocol):
         Layout of the raveled unconstrained space (value-variable names and sizes).
     log_zeta : float
         Current guess of ``log Z`` that goes with the base.
+    stats : FitStats
+        What the base's fit measured (empty for a base not fitted).
     info : dict
+        Provenance: how the base was made (an ADVI restart's index and steps, ...).
     scale : ndarray, shape (d,)
         Per-coordinate standard deviation, for HMC preconditioning and mass matrices.
     structure : tuple
@@ -81,6 +86,7 @@ class BaseDensity(Protocol):
     names: tuple
     sizes: tuple
     log_zeta: float
+    stats: FitStats
     info: dict
     #: True when :meth:`moments` is exact (False: estimated from draws).
     exact_moments: bool
@@ -167,10 +173,12 @@ class GaussianBase:
     elbo, elbo_se : float
         Monte Carlo estimate of the evidence lower bound and its standard error.
     info : dict
-        Fitting details (steps, restarts, convergence).
+        Provenance: how the base was made (an ADVI restart's index and steps, ...).
     component_log_zeta : tuple of float
         The evidence estimates ``log_zeta`` of the distinct fits a ``"merged"`` base was
         moment-matched to, one per fit (empty for a base not merged from fits).
+    stats : FitStats
+        The fit's statistics (importance-sampling ESS, ...; empty by default).
 
     Examples
     --------
@@ -194,6 +202,7 @@ class GaussianBase:
     elbo_se: float = float("nan")
     info: dict = field(default_factory=dict)
     component_log_zeta: tuple = ()
+    stats: FitStats = FitStats()
 
     def __post_init__(self):
         mean = np.asarray(self.mean, dtype=float)

@@ -25,6 +25,7 @@ from .gaussian import (
     moment_match,
     shared_structure,
 )
+from .stats import FitStats
 
 __all__ = ["MixtureBase", "mixture_logp_grad_jax"]
 
@@ -49,11 +50,13 @@ class MixtureBase:
     elbo, elbo_se : float
         Monte Carlo ELBO of the mixture and its standard error.
     info : dict
-        Fitting details (per-component ELBO, importance-sampling statistics, ...).
+        Provenance: how the base was made.
     component_log_zeta : tuple of float
         The evidence estimates ``log_zeta`` of the distinct fits that are its components,
         one per component, where it was made of fits (empty otherwise: modes added to a
         fit, a defensive component).
+    stats : FitStats
+        The fit's statistics (per-component ELBO, importance-sampling ESS, ...).
 
     Examples
     --------
@@ -81,6 +84,7 @@ class MixtureBase:
     elbo_se: float = float("nan")
     info: dict = field(default_factory=dict)
     component_log_zeta: tuple = ()
+    stats: FitStats = FitStats()
 
     def __post_init__(self):
         log_w = np.atleast_1d(np.asarray(self.log_weights, dtype=float))

@@ -28,6 +28,7 @@ from ..runtime._compile import checks_to_ninf, compile_fn, compile_rows, float64
 from ..runtime.runtime import model_space
 from ..runtime.space import ModelSpace
 from .gaussian import assign_shared, make_shared, shared_structure
+from .stats import FitStats
 
 _log = logging.getLogger("pymc_evidence")
 
@@ -170,8 +171,11 @@ class PriorBase:
     kind : str
         ``"prior"``.
     info : dict
+        Provenance.
     space : ModelSpace, optional
         The model's space; compiled draw and density functions are cached with it.
+    stats : FitStats
+        Empty: the prior is not fitted.
 
     Examples
     --------
@@ -193,6 +197,7 @@ class PriorBase:
     kind: str = "prior"
     info: dict = field(default_factory=dict)
     space: ModelSpace | None = field(default=None, repr=False)
+    stats: FitStats = FitStats()
 
     @classmethod
     def for_model(cls, model: pm.Model | None = None, *, log_zeta: float = 0.0, **kwargs):

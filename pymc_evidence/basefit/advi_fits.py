@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.gaussian import GaussianBase, moment_match
+from ..base.stats import FitStats
 from ..estimators.logspace import logsumexp
 from ..progress import progress_bar
 from .advi import BaseFitError, batched_logp, evaluate_bases, run_advi
@@ -73,8 +74,8 @@ def fit_restarts(space, starts, fullrank, n_steps, learning_rate, n_eval, rng, p
                 f"restart {k}: diverged (ELBO {stats['elbo']:.3g} ± {stats['elbo_se']:.3g})"
             )
             continue
-        info = {"n_steps": result.n_steps, "restart": k, "elbo_trace_tail": _nanmean(tail[k])}
-        fits.append(with_stats(base, stats, info))
+        record = FitStats(elbo_trace_tail=_nanmean(tail[k]))
+        fits.append(with_stats(base, stats, record, {"n_steps": result.n_steps, "restart": k}))
     return fits, errors
 
 
@@ -108,13 +109,14 @@ def _pooled(best, members):
     log_zetas = np.array([m.log_zeta for m in members])
     if len(members) == 1:
         return best
-    info = {**best.info, "log_zeta_fit": float(best.log_zeta), "n_pooled": len(members)}
+    stats = best.stats.updated(log_zeta_fit=float(best.log_zeta), n_pooled=len(members))
     log_zeta = float(logsumexp(log_zetas) - np.log(len(members)))
-    return best.with_values(log_zeta=log_zeta, info=info)
+    return best.with_values(log_zeta=log_zeta, stats=stats)
 
 
-def _fit_info(fits) -> dict:
-    return {"n_components": len(fits), "component_elbo": [float(f.elbo) for f in fits]}
+def _fit_stats(fits, **more) -> FitStats:
+    """The statistics of a base combined from ``fits``: their number and ELBOs."""
+    return FitStats(n_components=len(fits), component_elbo=[f.elbo for f in fits], **more)
 
 
 def _combine_moments(fits, space):
@@ -129,7 +131,7 @@ def _combine_moments(fits, space):
         names=space.names,
         sizes=space.sizes,
         elbo=float(max(f.elbo for f in fits)),
-        info=_fit_info(fits),
+        stats=_fit_stats(fits),
         component_log_zeta=log_weights,
     )
 
@@ -138,10 +140,10 @@ def _combine_mixture(fits, space, n_eval, rng):
     """The fits as a mixture with weights proportional to their evidence estimates
     ``exp(log_zeta_k)``, its ``log_zeta`` re-estimated by importance sampling from it."""
     log_masses = np.array([f.log_zeta for f in fits])
-    info = {**_fit_info(fits), "log_zeta_sum": float(logsumexp(log_masses))}
+    stats = _fit_stats(fits, log_zeta_sum=float(logsumexp(log_masses)))
     density = batched_logp(space)
     return mixture_of(
-        fits, log_masses, space, density, n_eval, rng, info, component_log_zeta=log_masses
+        fits, log_masses, space, density, n_eval, rng, stats, component_log_zeta=log_masses
     )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base.stats import FitStats
 from ..estimators.logspace import logsumexp
 
-__all__ = ["BaseFitError", "evaluate_bases", "weight_stats", "with_stats"]
+__all__ = ["BaseFitError", "evaluate_bases", "weight_stats", "with_stats", "with_weight_stats"]
 
 
 class BaseFitError(RuntimeError):
@@ -70,21 +71,41 @@ def evaluate_bases(density, bases, n: int, rng: np.random.Generator) -> list:
     return out
 
 
-def with_stats(base, stat: dict, info: dict):
+def with_weight_stats(stats: FitStats, stat: dict) -> FitStats:
+    """``stats`` with the importance-sampling fields of ``stat`` (:func:`weight_stats`):
+    ``log_is``, ``is_ess`` and ``n_nonfinite``.
+
+    Examples
+    --------
+    >>> out = with_weight_stats(FitStats(refit_ess=7.0), weight_stats(np.zeros(4)))
+    >>> out.is_ess, out.n_nonfinite, out.refit_ess
+    (4.0, 0, 7.0)
+    """
+    return stats.updated(
+        log_is=stat["log_is"], is_ess=stat["is_ess"], n_nonfinite=stat["n_nonfinite"]
+    )
+
+
+def with_stats(base, stat: dict, stats: FitStats | None = None, info: dict | None = None):
     """A copy of ``base`` judged by draws of its own: its ``log_zeta``, ``elbo`` and
-    ``elbo_se`` from ``stat`` (:func:`weight_stats`), its ``info`` that of ``info`` with
-    ``stat`` added (every other field kept).
+    ``elbo_se`` from ``stat`` (:func:`weight_stats`), its ``stats`` those of ``stats``
+    (default ``base.stats``) with ``stat``'s added (:func:`with_weight_stats`), its ``info``
+    ``info`` (default ``base.info``); every other field kept.
 
     Examples
     --------
     >>> from pymc_evidence.base import GaussianBase
     >>> base = GaussianBase(np.zeros(1), np.eye(1), 0.0, "advi", info={"restart": 1})
-    >>> out = with_stats(base, weight_stats(np.log([1.0, 2.0, 3.0])), base.info)
+    >>> out = with_stats(base, weight_stats(np.log([1.0, 2.0, 3.0])))
     >>> round(out.log_zeta, 12) == round(float(np.log(2.0)), 12), out.elbo_se > 0
     (True, True)
-    >>> list(out.info)
-    ['restart', 'elbo', 'elbo_se', 'log_is', 'is_ess', 'n_nonfinite']
+    >>> round(out.stats.is_ess, 3), out.info
+    (2.571, {'restart': 1})
     """
     return base.with_values(
-        log_zeta=stat["log_is"], elbo=stat["elbo"], elbo_se=stat["elbo_se"], info={**info, **stat}
+        log_zeta=stat["log_is"],
+        elbo=stat["elbo"],
+        elbo_se=stat["elbo_se"],
+        stats=with_weight_stats(base.stats if stats is None else stats, stat),
+        info=dict(base.info if info is None else info),
     )

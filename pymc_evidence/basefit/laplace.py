@@ -20,6 +20,7 @@ import numpy as np
 from scipy import optimize
 
 from ..base.gaussian import GaussianBase
+from ..base.stats import FitStats
 from ..runtime.batched_logp import batched_logp
 from ..runtime.space import ModelSpace
 from .ascents import ascend_many
@@ -35,7 +36,7 @@ _NEWTON_MAX = 1.0
 
 class Mode(GaussianBase):
     """A Laplace approximation at a local maximum of ``log f``; ``log_zeta`` is its log mass
-    ``log f(x) + d/2 log 2 pi + log |chol|`` and ``info["log_f"]`` the density there."""
+    ``log f(x) + d/2 log 2 pi + log |chol|`` and ``stats.log_f`` the density there."""
 
 
 def _hessian(density, x: np.ndarray, step: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +92,7 @@ def _laplace(space: ModelSpace, density, x: np.ndarray, log_f: float) -> Mode | 
         kind="laplace",
         names=space.names,
         sizes=space.sizes,
-        info={"log_f": float(log_f)},
+        stats=FitStats(log_f=float(log_f)),
     )
 
 

@@ -33,6 +33,7 @@ from ..progress import progress_bar
 from ..runtime.batched_logp import batched_logp
 from ..runtime.space import ModelSpace
 from .advi import BaseFitError, evaluate_bases, run_advi
+from .evaluation import with_stats, with_weight_stats
 from .mode_search import search_modes
 from .recentre import RECENTRE_BELOW, recentred
 
@@ -159,15 +160,16 @@ def _fits_settle(density, mode, starts, rng, *, fullrank, progressbar) -> bool:
     return False
 
 
-def _moved(mode, stats: dict, density, n_eval: int, rng):
-    """``(mode, stats)`` of the Laplace Gaussian moved to its draws' weighted mean
-    (:func:`~pymc_evidence.basefit.recentre.recentred`) where that one's ESS reaches
-    :data:`~pymc_evidence.basefit.recentre.RECENTRE_BELOW` of the draws; ``(mode, None)``
-    otherwise."""
-    moved, rounds = recentred(mode.with_values(info={**mode.info, **stats}), density, n_eval, rng)
-    if rounds == 0 or moved.info["is_ess"] < RECENTRE_BELOW * n_eval:
-        return mode, None
-    return moved, {key: moved.info[key] for key in stats}
+def _moved(mode, stat: dict, density, n_eval: int, rng):
+    """The Laplace Gaussian (``stat`` its importance-sampling statistics) moved to its
+    draws' weighted mean (:func:`~pymc_evidence.basefit.recentre.recentred`, judged by draws
+    of its own) where that one's ESS reaches
+    :data:`~pymc_evidence.basefit.recentre.RECENTRE_BELOW` of the draws; None otherwise."""
+    judged = mode.with_values(stats=with_weight_stats(mode.stats, stat))
+    moved, rounds = recentred(judged, density, n_eval, rng)
+    if rounds == 0 or moved.stats.is_ess < RECENTRE_BELOW * n_eval:
+        return None
+    return moved
 
 
 def laplace_first(
@@ -212,8 +214,8 @@ def laplace_first(
     Returns
     -------
     base : Mode or None
-        ``kind "laplace"``, ``log_zeta`` its importance-sampling evidence and ``info`` its
-        statistics; None when a check fails.
+        ``kind "laplace"``, ``log_zeta`` its importance-sampling evidence and ``stats`` its
+        statistics (``info`` the search's record); None when a check fails.
     found : tuple
         ``(modes, search)`` of the search, for
         :func:`~pymc_evidence.basefit.modes.add_missed_modes` (``found=``) after a full fit.
@@ -227,17 +229,15 @@ def laplace_first(
     (stats,) = evaluate_bases(density, modes, n_eval, rng)
     if isinstance(stats, BaseFitError):
         return None, found
-    mode = modes[0]
-    if stats["is_ess"] < LAPLACE_ESS * n_eval:
-        mode, stats = _moved(mode, stats, density, n_eval, rng) if recentre else (mode, None)
-        if stats is None:
+    if stats["is_ess"] >= LAPLACE_ESS * n_eval:
+        mode = with_stats(modes[0], stats)
+    else:
+        mode = _moved(modes[0], stats, density, n_eval, rng) if recentre else None
+        if mode is None:
             return None, found
     if settle and not _fits_settle(
         density, mode, starts, rng, fullrank=fullrank, progressbar=progressbar
     ):
         return None, found
-    info = {**mode.info, **stats, **search, "laplace_mass": float(modes[0].log_zeta)}
-    base = mode.with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"], info=info
-    )
-    return base, found
+    laplace = mode.stats.updated(laplace_mass=float(modes[0].log_zeta))
+    return mode.with_values(stats=laplace, info={**mode.info, **search}), found

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..base.gaussian import GaussianBase
 from ..base.mixture import MixtureBase
+from ..base.stats import FitStats
 from ..progress import progress_bar
 from ..runtime.batched_logp import batched_logp
 from ..runtime.space import ModelSpace
@@ -71,7 +72,7 @@ MIN_ESS_SHARE = 0.1
 def coverage_gap(mode: Mode, base) -> float:
     """``log f(x) - log q(x) - log_zeta`` at the mode ``x`` (about 0 when covered)."""
     log_q = float(base.logp(mode.mean[None, :])[0])
-    return float(mode.info["log_f"] - log_q - base.log_zeta)
+    return float(mode.stats.log_f - log_q - base.log_zeta)
 
 
 def _components(base) -> tuple[list[GaussianBase], np.ndarray]:
@@ -115,15 +116,17 @@ def weights_se(log_weights, mass_se) -> float:
 
 
 def mixture_of(
-    components, log_masses, space, density, n_eval, rng, info, *, component_log_zeta=()
+    components, log_masses, space, density, n_eval, rng, stats, *, info=None, component_log_zeta=()
 ) -> MixtureBase:
     """The components as a :class:`MixtureBase` with weights proportional to
     ``exp(log_masses)``; its ``log_zeta`` is the importance-sampling estimate with the
     mixture as the proposal (a sum of the masses double-counts where components overlap).
 
-    ``info`` records ``base_weights_se`` (:func:`weights_se` of the masses' se, from ``n_eval``
-    fresh draws of each component): what an estimate from chains that never cross between
-    components may be off by. ``component_log_zeta``: the mixture's
+    Its ``stats`` are ``stats`` (a :class:`~pymc_evidence.base.stats.FitStats`) with its
+    importance-sampling statistics and ``base_weights_se`` (:func:`weights_se` of the
+    masses' se, from ``n_eval`` fresh draws of each component): what an estimate from chains
+    that never cross between components may be off by; its ``info`` is ``info`` (provenance,
+    default empty). ``component_log_zeta``: the mixture's
     :attr:`~pymc_evidence.base.mixture.MixtureBase.component_log_zeta` (where the components
     are distinct fits, their evidence estimates).
     """
@@ -131,14 +134,11 @@ def mixture_of(
         components, log_masses, log_zeta=0.0, names=space.names, sizes=space.sizes,
         component_log_zeta=component_log_zeta,
     )  # fmt: skip
-    (stats,) = evaluate_bases(density, [base], n_eval, rng)
-    if isinstance(stats, BaseFitError):
-        raise stats
+    (stat,) = evaluate_bases(density, [base], n_eval, rng)
+    if isinstance(stat, BaseFitError):
+        raise stat
     extra = weights_se(base.log_weights, log_mass_se(components, density, n_eval, rng))
-    return base.with_values(
-        log_zeta=stats["log_is"], elbo=stats["elbo"], elbo_se=stats["elbo_se"],
-        info={**info, **stats, "base_weights_se": extra},
-    )  # fmt: skip
+    return with_stats(base, stat, stats.updated(base_weights_se=extra), info or {})
 
 
 def _better_fits(modes, stats, density, n_eval, rng):
@@ -157,7 +157,7 @@ def _better_fits(modes, stats, density, n_eval, rng):
 
 def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
     """The missed modes worth adding, each with its importance-sampling mass as
-    ``log_zeta`` (the Laplace mass as ``info["laplace_log_zeta"]``; and widened where its
+    ``log_zeta`` (the Laplace mass as ``stats.laplace_log_zeta``; and widened where its
     Laplace Gaussian is too narrow, see :func:`_better_fits`)."""
     kept = []
     stats = evaluate_bases(density, modes, n_eval, rng)
@@ -171,8 +171,8 @@ def _credible(modes, base, density, n_eval, rng) -> list[Mode]:
             and abs(log_mass - mode.log_zeta) <= MASS_AGREEMENT
             and stat["is_ess"] >= MIN_ESS_SHARE * n_eval
         ):
-            laplace = {**mode.info, "laplace_log_zeta": float(mode.log_zeta)}
-            kept.append(mode.with_values(log_zeta=log_mass, info=laplace))
+            laplace = mode.stats.updated(laplace_log_zeta=float(mode.log_zeta))
+            kept.append(mode.with_values(log_zeta=log_mass, stats=laplace))
     return kept
 
 
@@ -187,7 +187,7 @@ def laplace_if_better(base, modes, density, n_eval, rng):
     (stats,) = evaluate_bases(density, covered[:1], n_eval, rng)
     if isinstance(stats, BaseFitError) or not stats["log_is"] > base.log_zeta:
         return base, None
-    return with_stats(covered[0], stats, {}), base
+    return with_stats(covered[0], stats, FitStats()), base
 
 
 def _search(base, space, density, rng, starts, found, bar):
@@ -299,7 +299,8 @@ def with_missed_modes(base, modes, space: ModelSpace, rng, *, n_eval: int = 1000
         density,
         n_eval,
         rng,
-        dict(base.info),
+        base.stats,
+        info=base.info,
     )
     return mixture, tuple(kept)
 

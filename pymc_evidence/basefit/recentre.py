@@ -61,7 +61,7 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
     """``(base, 0)``, or a Gaussian of its covariance at the weighted mean of its draws and
     the rounds that moved it, when that one's importance-sampling ESS is larger.
 
-    Bases other than a Gaussian, and a Gaussian whose ESS (``info["is_ess"]``, set by its
+    Bases other than a Gaussian, and a Gaussian whose ESS (``stats.is_ess``, set by its
     fit) is at least :data:`RECENTRE_BELOW` of ``n_eval``, are returned as they are and draw
     nothing from ``rng``. Otherwise each round draws ``n_eval`` points from the latest
     Gaussian, judges it by their importance weights and moves the mean towards their
@@ -91,13 +91,15 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
     >>> from pymc_evidence.runtime.batched_logp import batched_logp
     >>> with pm.Model() as model:
     ...     x = pm.Normal("x", 1.0, 0.5, shape=3)
-    >>> off = GaussianBase(np.zeros(3), 0.5 * np.eye(3), 0.0, "laplace", info={"is_ess": 1.0})
+    >>> from pymc_evidence.base import FitStats
+    >>> off = GaussianBase(np.zeros(3), 0.5 * np.eye(3), 0.0, "laplace",
+    ...                    stats=FitStats(is_ess=1.0))
     >>> out, rounds = recentred(off, batched_logp(model_space(model)), 1000,
     ...                         np.random.default_rng(0))
     >>> rounds, bool(np.allclose(out.mean, 1.0, atol=0.1))
     (4, True)
     """
-    ess = base.info.get("is_ess") if isinstance(base, GaussianBase) else None
+    ess = base.stats.is_ess if isinstance(base, GaussianBase) else None
     if ess is None or ess >= RECENTRE_BELOW * n_eval:
         return base, 0
     best, best_ess, cand, moved = base, float(ess), base, 0
@@ -111,7 +113,7 @@ def recentred(base, density, n_eval: int, rng: np.random.Generator, rounds=RECEN
                 break
             if stat["is_ess"] > best_ess:
                 best_ess, moved = stat["is_ess"], k
-                best = with_stats(cand, stat, base.info)
+                best = with_stats(cand, stat, base.stats, base.info)
         mean = _next_mean(x, log_w)
         if mean is None or k == rounds:
             break

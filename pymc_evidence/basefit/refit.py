@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.gaussian import GaussianBase
+from ..base.stats import FitStats
 from ..estimators.covariance import shrunk_covariance
 from ..estimators.logspace import kish_ess
 
@@ -45,7 +46,7 @@ def refit_base(base, x: np.ndarray, weights: np.ndarray, log_z: float, covarianc
     Returns
     -------
     base density
-        With ``info["refit_ess"]`` set when refitted.
+        With ``stats.refit_ess`` set when refitted.
 
     Examples
     --------
@@ -80,5 +81,5 @@ def refit_base(base, x: np.ndarray, weights: np.ndarray, log_z: float, covarianc
         sizes=base.sizes,
         elbo=base.elbo,
         elbo_se=base.elbo_se,
-        info={"refit_ess": float(ess)},
+        stats=FitStats(refit_ess=float(ess)),
     )

@@ -151,7 +151,7 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
     """``(base, factor)``: a fitted base, widened ``factor`` times when a wider one has the
     larger importance-sampling ESS (``factor`` 1.0: ``base`` itself).
 
-    ``base.info["is_ess"]`` (set by the fit) decides whether wider bases are tried at all.
+    ``base.stats.is_ess`` (set by the fit) decides whether wider bases are tried at all.
     A widened Gaussian also gets a defensive component: the base becomes the mixture of the
     widened Gaussian (weight ``1 -`` :data:`DEFENSIVE`) and a copy :data:`DEFENSIVE_WIDTH`
     times wider, which reaches into tails no Gaussian of the fit's shape has (a widened
@@ -167,13 +167,15 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
     >>> from pymc_evidence.runtime.batched_logp import batched_logp
     >>> with pm.Model() as model:
     ...     x = pm.Normal("x", 0.0, 1.0)
-    >>> narrow = GaussianBase(np.zeros(1), np.array([[0.5]]), 0.0, "advi", info={"is_ess": 10})
+    >>> from pymc_evidence.base import FitStats
+    >>> narrow = GaussianBase(np.zeros(1), np.array([[0.5]]), 0.0, "advi",
+    ...                       stats=FitStats(is_ess=10.0))
     >>> wide, factor = widen_light_base(narrow, batched_logp(model_space(model)), 1000,
     ...                                 np.random.default_rng(0))
     >>> factor, np.round(wide.chols.ravel(), 2), np.round(wide.weights, 2)
     (2.0, array([1., 2.]), array([0.8, 0.2]))
     """
-    ess = base.info.get("is_ess") if isinstance(base, GaussianBase | MixtureBase) else None
+    ess = base.stats.is_ess if isinstance(base, GaussianBase | MixtureBase) else None
     if ess is None or ess >= WIDEN_BELOW * n_eval:
         return base, 1.0
     wide, stat, factor = widest_better(base, {"is_ess": float(ess)}, density, n_eval, rng)
@@ -181,7 +183,7 @@ def widen_light_base(base, density, n_eval: int, rng: np.random.Generator):
         return base, 1.0
     if isinstance(wide, GaussianBase):
         wide, stat = _defended(wide, density, n_eval, rng)
-    return with_stats(wide, stat, base.info), factor
+    return with_stats(wide, stat, base.stats, base.info), factor
 
 
 def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIVE_WIDTH):
@@ -204,7 +206,7 @@ def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIV
     >>> from pymc_evidence.runtime.batched_logp import batched_logp
     >>> with pm.Model() as model:
     ...     x = pm.Normal("x", 0.0, 1.0)
-    >>> fit = GaussianBase(np.zeros(1), np.array([[1.0]]), 0.0, "advi", info={})
+    >>> fit = GaussianBase(np.zeros(1), np.array([[1.0]]), 0.0, "advi")
     >>> out = defend(fit, batched_logp(model_space(model)), 1000, np.random.default_rng(0))
     >>> np.round(out.chols.ravel(), 2), np.round(out.weights, 2)
     (array([1., 2.]), array([0.8, 0.2]))
@@ -214,4 +216,4 @@ def defend(base, density, n_eval: int, rng: np.random.Generator, widths=DEFENSIV
     mix, stat = _defended(base, density, n_eval, rng, widths)
     if isinstance(stat, BaseFitError):
         return base
-    return with_stats(mix, stat, base.info)
+    return with_stats(mix, stat, base.stats, base.info)

@@ -153,13 +153,14 @@ def with_base_weights_se(est, base):
 
     A chain that never crosses between the components of a mixture base (a spike inside a
     bump, say) estimates ``Z_k / w_k`` for the component it sits in, so its answer leans on
-    the component weights, which no chain checks; their se (``base.info["base_weights_se"]``,
+    the component weights, which no chain checks; their se (``base.stats.base_weights_se``,
     set by :func:`~pymc_evidence.basefit.modes.mixture_of`) then belongs in the estimate's.
     On Skilling's phase transition the batch-means se alone of ``ct``, ``gibbs_ct`` and
     ``st`` was several times smaller than their errors (measured in :doc:`/hard_models`,
-    "Every method, one seed"). Bases without that entry leave ``est`` unchanged.
+    "Every method, one seed"). Bases without that statistic leave ``est`` unchanged.
     """
-    extra = float(base.info.get("base_weights_se", 0.0)) if hasattr(base, "info") else 0.0
+    extra = getattr(getattr(base, "stats", None), "base_weights_se", None)
+    extra = 0.0 if extra is None else float(extra)
     if not extra > 0.0:
         return est
     diagnostics = {**est.diagnostics, "mcmc_se": est.se, "base_weights_se": extra}

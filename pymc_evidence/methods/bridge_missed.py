@@ -176,7 +176,8 @@ def _mass_se(fresh: dict, mode) -> float:
     bridge was slightly low by several of its se before (measured in :doc:`/hard_models`,
     "The other methods on separated modes")."""
     is_se = np.sqrt(max(1.0 / fresh["is_ess"] - 1.0 / N_EVAL, 0.0))
-    laplace = mode.info.get("laplace_log_zeta", fresh["log_is"])
+    laplace = mode.stats.laplace_log_zeta
+    laplace = fresh["log_is"] if laplace is None else laplace
     return float(np.hypot(is_se, fresh["log_is"] - laplace))
 
 

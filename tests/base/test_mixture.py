@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, special, stats
 
 import pymc_evidence as pme
-from pymc_evidence.base import BaseDensity, GaussianBase, MixtureBase, PriorBase
+from pymc_evidence.base import BaseDensity, FitStats, GaussianBase, MixtureBase, PriorBase
 from pymc_evidence.base.gaussian import moment_match
 from pymc_evidence.engines import batched_log_densities
 from pymc_evidence.runtime import model_space
@@ -82,7 +82,7 @@ def test_every_base_implements_the_interface():
         mean, cov = base.moments()
         assert x.shape == (5, 2) and base.logp(x).shape == (5,)
         assert mean.shape == (2,) and cov.shape == (2, 2) and base.scale.shape == (2,)
-        assert base.ndim == 2 and isinstance(base.kind, str) and isinstance(base.info, dict)
+        assert base.ndim == 2 and isinstance(base.kind, str) and isinstance(base.stats, FitStats)
         assert type(base.with_values(log_zeta=3.0)) is type(base)
         shared = base.make_shared()
         assert float(shared["log_zeta"].get_value()) == base.log_zeta
@@ -314,10 +314,10 @@ def test_fit_base_mixture_keeps_the_modes(bimodal, mixture_fit):
     )
     # importance sampling from the mixture itself: log zeta close to log Z, ESS near n
     assert abs(base.log_zeta - bimodal.log_z) < 0.03
-    assert base.info["is_ess"] > 0.8 * 1000
+    assert base.stats.is_ess > 0.8 * 1000
     assert_below(base.elbo, bimodal.log_z, base.elbo_se, label="ELBO below log Z")
     # the fits' evidence estimates, to which the weights are proportional
-    log_zeta_sum = base.info["log_zeta_sum"]
+    log_zeta_sum = base.stats.log_zeta_sum
     np.testing.assert_allclose(base.component_log_zeta, base.log_weights + log_zeta_sum)
 
 

@@ -121,7 +121,7 @@ def test_a_fit_narrower_than_the_posterior_is_widened(regression, meanfield_base
         wide = pme.fit_base("advi", n_steps=2000, random_seed=0)
     plan, rng = BasePlan("advi", n_steps=2000), np.random.default_rng(0)
     record = fit_plan(model_space(system.model), plan, rng)
-    assert meanfield_base.info["is_ess"] < WIDEN_BELOW * 1000
+    assert meanfield_base.stats.is_ess < WIDEN_BELOW * 1000
     factor = record.widened
     assert record.base.log_zeta == wide.log_zeta and record.fit.log_zeta == meanfield_base.log_zeta
     assert factor in WIDEN and wide.kind == "advi"
@@ -211,7 +211,7 @@ def test_restarts_merge_both_modes(mixture):
         base = pme.fit_base("advi", restarts=4, n_steps=1000, random_seed=2)
     modes, mean, cov = exact_mixture_posterior(mixture)
     assert base.kind == "merged"
-    assert base.info["n_components"] == 2
+    assert base.stats.n_components == 2
     lo, hi = modes.min(axis=0), modes.max(axis=0)
     assert np.all((base.mean > lo) & (base.mean < hi))
     np.testing.assert_allclose(base.mean, mean, atol=0.2)
@@ -364,4 +364,4 @@ def test_fit_base_restarts_default_starts_and_determinism(regression, monkeypatc
     for left, right in zip(a.moments(), b.moments(), strict=True):  # widened or not
         np.testing.assert_array_equal(left, right)
     assert a.log_zeta == b.log_zeta and a.elbo == b.elbo
-    assert a.info["n_pooled"] == DEFAULT_RESTARTS  # one mode: every restart is a duplicate
+    assert a.stats.n_pooled == DEFAULT_RESTARTS  # one mode: every restart is a duplicate
