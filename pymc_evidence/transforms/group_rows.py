@@ -195,11 +195,15 @@ def index_lifted(logp, value):
 
 
 def _lift(x, index, value):
-    """``x[index]`` pushed through the vector ``Elemwise`` ops between ``value`` and ``x``,
-    or None where another op stands between them."""
+    """``x[index]`` pushed through the vector ``Elemwise`` ops between ``value`` and ``x``
+    (and ``value[inner][index]`` written ``value[inner[index]]`` for constant indices: an
+    upper level read through a lower one, ``(b[state] + tau * z)[county]``), or None where
+    another op stands between them."""
     if x is value:
         return value[index]
     node = x.owner
+    if node is not None and node.inputs and node.inputs[0] is value:
+        return _composed(node, index, value)
     if node is None or not isinstance(node.op, Elemwise) or x.type.ndim != 1:
         return None
     inputs = []
@@ -212,6 +216,20 @@ def _lift(x, index, value):
             inp = inp[index]
         inputs.append(inp)
     return node.op(*inputs)
+
+
+def _composed(node, index, value):
+    """``value[inner[index]]`` where ``node`` is ``value[inner]`` and both indices are
+    constant integer vectors; else None."""
+    if type(node.op).__name__ not in ("AdvancedSubtensor1", "AdvancedSubtensor"):
+        return None
+    if len(node.inputs) != 2 or node.outputs[0].type.ndim != 1:
+        return None
+    inner = constant_index(node.inputs[1], length(value))
+    outer = None if inner is None else constant_index(index, len(inner))
+    if outer is None:
+        return None
+    return value[pt.constant(inner[outer])]
 
 
 def _index_of(node, value, n_groups: int):

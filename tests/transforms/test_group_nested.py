@@ -60,8 +60,9 @@ def test_nested_effects_are_integrated_exactly(centered):
 
 def _three_levels(form: str, J=30, K=6):
     """Counties centred on their state, ``a ~ N(b[state], tau_a)``, and states on ``mu``
-    (``form="centred"``), or ``a ~ N(mu + tau_b zb[state], tau_a)`` (``"outer non-centred"``);
-    the same data covariance as :func:`_nested`'s."""
+    (``form="centred"``), or ``a ~ N(mu + tau_b zb[state], tau_a)`` (``"outer non-centred"``),
+    or ``a = b[state] + tau_a za`` (``"inner non-centred"``); the same data covariance as
+    :func:`_nested`'s."""
     rng = np.random.default_rng(1)
     county, parent = np.repeat(np.arange(J), 3), rng.integers(0, K, J)
     y = 1.0 + rng.normal(0, 0.4, K)[parent][county] + rng.normal(0, 0.6, J)[county]
@@ -72,6 +73,10 @@ def _three_levels(form: str, J=30, K=6):
         if form == "centred":
             b = pm.Normal("b", mu, tau_b, shape=K)
             a = pm.Normal("a", b[parent], tau_a, shape=J)
+        elif form == "inner non-centred":  # the state read through the county: b[parent][county]
+            b = pm.Normal("b", mu, tau_b, shape=K)
+            za = pm.Normal("za", 0.0, 1.0, shape=J)
+            a = pm.Deterministic("a", b[parent] + tau_a * za)
         else:
             zb = pm.Normal("zb", 0.0, 1.0, shape=K)
             a = pm.Normal("a", mu + tau_b * zb[parent], tau_a, shape=J)
@@ -79,14 +84,15 @@ def _three_levels(form: str, J=30, K=6):
     return model, {"y": y, "county": county, "year": parent[county]}
 
 
-@pytest.mark.parametrize("form", ["centred", "outer non-centred"])
+@pytest.mark.parametrize("form", ["centred", "outer non-centred", "inner non-centred"])
 def test_counties_centred_on_their_state_are_integrated_exactly(form):
     """The three-level form users write from the textbooks: the state effect enters the
     rows through the counties' prior mean (and the mean ``mu`` through the states')."""
     model, data = _three_levels(form)
     out = integrate_group_effects(model)
     assert isinstance(out, GroupNestedOut)
-    assert out.names == (("a", "b") if form == "centred" else ("a", "zb"))
+    names = {"centred": ("a", "b"), "outer non-centred": ("a", "zb")}
+    assert out.names == names.get(form, ("za", "b"))
     assert sorted(rv.name for rv in out.model.free_RVs) == ["mu", "sigma", "tau_a", "tau_b"]
     likelihood = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials)
     system = type("S", (), {"data": data})
