@@ -46,6 +46,7 @@ from .group_rows import (
     effect_prior,
     effect_reads,
     effect_rows,
+    elementwise_rows,
     index_lifted,
     length,
     shape_of,
@@ -188,7 +189,9 @@ def _affine(mean, value, n_inner: int, n_outer: int):
     v = pt.vector("outer_of_inner", dtype="float64", shape=(n_inner,))
     mean = graph_replace(mean, {r: v for r in reads}, strict=False)
     slope = pt.grad(pt.sum(mean), v)
-    if value in ancestors([mean]) or not constant_in([slope], [v]):
+    if value in ancestors([mean]) or elementwise_rows(mean, [v]) is None:
+        return None  # a mean of other groups' values (a sum, a shift) is not r + k v
+    if not constant_in([slope], [v]):
         return None
     zeros = pt.zeros(n_inner, dtype="float64")
     rest, slope = graph_replace([mean, slope], {v: zeros}, strict=False)

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
@@ -148,6 +149,19 @@ def test_nested_draws_follow_the_joint_conditional(form):
     coupled = np.cov(draws["a"][:, 0], draws["b"][:, parent[0]])[0, 1]
     bound = 4 * sd[0] * sd[J + parent[0]] * np.sqrt(2 / n)
     assert coupled == pytest.approx(cov[0, J + parent[0]], abs=bound)
+
+
+def test_a_mean_that_mixes_states_is_not_nested():
+    """``a ~ N(roll(b[state]), 1)``: each county's mean reads another county's state, so the
+    counties are not independent given the hyperparameters; ``a`` alone is integrated."""
+    county = np.repeat(np.arange(30), 3)
+    state = np.random.default_rng(1).integers(0, 6, 30)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0.0, pm.HalfNormal("tau_b", 1.0), shape=6)
+        a = pm.Normal("a", pt.roll(b[state], 1), 1.0, shape=30)
+        pm.Normal("y", a[county], 1.0, observed=np.zeros(90))
+    out = integrate_group_effects(model)
+    assert isinstance(out, GroupEffectsOut) and out.names == ("a",)
 
 
 def test_poisson_nested_effects_keep_one_grouping():
