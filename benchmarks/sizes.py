@@ -26,6 +26,11 @@ Models (each with a log Z computed without pymc_evidence):
   4 rows in ``J / 20`` states, written as ``crossed:J`` (the same function, ``nested=True``);
 * ``nested3:J``: the same data written in three levels, counties centred on their state
   (``a ~ N(b[state], tau_a)``, rows ``mu + a[county]``; ``three_level=True``), same log Z;
+* ``npoisson:J`` and ``nbernoulli:J``: nested random intercepts of a Poisson or
+  Bernoulli-logit likelihood, ``mu + b[state] + a[county]``, ``J`` counties of 4 rows in
+  ``J / 20`` states (:func:`pymc_evidence.testing.glmm_nested.nested_count_hierarchy`:
+  trapezoid per county statistic and per state, Gauss-Legendre over the three
+  hyperparameters);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
@@ -50,6 +55,8 @@ KINDS = (
     "crossed",
     "nested",
     "nested3",
+    "npoisson",
+    "nbernoulli",
     "logistic",
 )
 
@@ -90,6 +97,12 @@ def sized(name: str, truth: bool = True):
         three = kind == "nested3"
         system = crossed_intercepts(
             J=J, K=max(J // 20, 5), rows=4, seed=1, nested=True, three_level=three
+        )
+    elif kind in ("npoisson", "nbernoulli"):
+        from pymc_evidence.testing.glmm_nested import nested_count_hierarchy
+
+        system = nested_count_hierarchy(
+            J=J, K=max(J // 20, 5), rows=4, kind=kind[1:], seed=1, exact=truth
         )
     elif kind == "logistic":
         return logistic(J)

@@ -34,9 +34,9 @@ from .transforms.discrete_values import stale_deterministics
 from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
 from .transforms.group_nested import GroupNestedOut
+from .transforms.group_nested_quadrature import GroupNestedQuadratureOut
 from .transforms.group_pair_effects import GroupPairOut
-from .transforms.marginal import SummedOut
-from .transforms.prepared import reparametrized, summed_out
+from .transforms.prepared import Summed, reparametrized, summed_out
 from .transforms.reparam import centred_scales, reparam_info
 
 __all__ = ["STREAMS", "EvidenceProblem", "SamplingArgs", "seed_sequence"]
@@ -50,7 +50,7 @@ REFERENCE_TARGET_ACCEPT = 0.95
 FITS = (None, "base", "tempering")
 #: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums):
 #: group effects, and Gaussian latents.
-_GROUPS = (GroupEffectsOut, GroupPairOut, GroupNestedOut)
+_GROUPS = (GroupEffectsOut, GroupPairOut, GroupNestedOut, GroupNestedQuadratureOut)
 _INTEGRATED = (GaussianOut, *_GROUPS)
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
@@ -167,7 +167,7 @@ class EvidenceProblem:
     method_slot: int = 0
     #: The source's discrete variables summed out (:mod:`~pymc_evidence.transforms.marginal`)
     #: or a Gaussian latent integrated (:mod:`~pymc_evidence.transforms.gaussian_latent`).
-    summed: SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | GroupNestedOut | None = None
+    summed: Summed | None = None
 
     @classmethod
     def build(

@@ -108,7 +108,10 @@ def density_work(problem) -> int:
     rule = getattr(problem.summed, "rule", None) if problem.hyperparameters_only else None
     if rule is None:
         return rows
-    return rows * (rule.steps + rule.nodes ** len(problem.summed.names))
+    work = getattr(rule, "work", None)  # two levels of quadrature: their own count
+    return rows * (
+        work if work is not None else rule.steps + rule.nodes ** len(problem.summed.names)
+    )
 
 
 def observed_size(model) -> int:

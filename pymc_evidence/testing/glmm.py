@@ -20,7 +20,10 @@ from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
 
-__all__ = ["INNER_POINTS", "count_hierarchy", "glmm_log_z", "group_log_integrals", "hessian"]
+__all__ = [
+    "INNER_POINTS", "count_hierarchy", "glmm_log_z", "group_log_integrals", "hessian",
+    "log_lik_constant",
+]  # fmt: skip
 
 #: Grid points of each group's integral.
 INNER_POINTS = 401
@@ -47,11 +50,13 @@ def group_log_integrals(kind, mu, tau, totals, rows, trials=1):
     for start in range(0, flat_mu.size, 64):
         b = flat_mu[start : start + 64, None] + flat_tau[start : start + 64, None] * t
         terms = _log_lik(kind, b[:, None, :], totals[:, None], rows[:, None], trials)
-        out[start : start + 64] = special.logsumexp(terms + log_w, axis=2)
+        terms += log_w
+        top = terms.max(axis=2, keepdims=True)  # scipy's logsumexp, without its checks
+        out[start : start + 64] = np.log(np.exp(terms - top).sum(axis=2)) + top[..., 0]
     return out.reshape(mu.shape + (len(totals),))
 
 
-def _constant(kind, y, trials) -> float:
+def log_lik_constant(kind, y, trials) -> float:
     """The likelihood's terms free of the effects."""
     if kind == "poisson":
         return -float(np.sum(special.gammaln(y + 1.0)))
@@ -82,7 +87,7 @@ def glmm_log_z(kind, y, group, trials=1, points: int = 80) -> float:
     check = _box_integral(log_f, mode, sd, 18.0, int(points * 1.5))
     if abs(first - check) > 1e-6:
         raise RuntimeError(f"outer quadrature unsettled: {first} vs {check}")
-    return check + _constant(kind, y, trials)
+    return check + log_lik_constant(kind, y, trials)
 
 
 def hessian(f, x, h=1e-4):

@@ -57,6 +57,7 @@ from scipy import special, stats
 from .gaussian_latent import dependents
 from .group_matrix_effects import find_matrix_effect
 from .group_nested import find_nested, integrate_nested
+from .group_nested_quadrature import integrate_nested_quadrature
 from .group_pair_effects import find_pair, integrate_pair
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms, log_marginal, mode_and_scale
 from .group_rows import length, row_terms
@@ -207,8 +208,10 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     if pair is not None:
         return integrate_pair(model, pair[:2], pair[2])
     nested = find_nested(model, found, MIN_GROUPS)
-    if nested is not None:
+    if nested is not None and nested[2].quadratic():
         return integrate_nested(model, *nested)
+    if nested is not None:
+        return integrate_nested_quadrature(model, *nested)
     if not found:
         return None
     effect, terms = max(found, key=lambda item: (item[1].n_groups, item[0].name))[:2]

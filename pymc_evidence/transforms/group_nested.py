@@ -134,9 +134,7 @@ def find_nested(model: pm.Model, candidates: list, min_groups: int):
         logp, (ua, ub), _, (prior_a, prior_b) = found
         inner, outer_rows = Segments(ra.group, ra.n_groups), Segments(rb.group, rb.n_groups)
         outer = Segments(parent, rb.n_groups)
-        terms = NestedTerms(logp, ua, ub, inner, outer_rows, outer, prior_a, prior_b)
-        if terms.quadratic():
-            return a, b, terms
+        return a, b, NestedTerms(logp, ua, ub, inner, outer_rows, outer, prior_a, prior_b)
     for a, ra, _ in ordered:
         found = _centred_nested(model, a, ra, min_groups)
         if found is not None:
@@ -162,9 +160,7 @@ def _centred_nested(model: pm.Model, a, ra, min_groups: int):
             continue
         found = _affine(mean, value, ra.n_groups, length(b))
         if found is not None:
-            terms = _shifted_terms(model, ra, b, *found)
-            if terms.quadratic():
-                return a, b, terms
+            return a, b, _shifted_terms(model, ra, b, *found)
     return None
 
 

@@ -83,6 +83,8 @@ def rule_points(model: pm.Model, inputs, log_density=None) -> list:
     sizes = [v.size for v in values]
 
     def unravel(x):
+        if not sizes:  # nothing but the effects is free
+            return []
         parts = np.split(np.asarray(x, dtype=float), np.cumsum(sizes)[:-1])
         pairs = zip(parts, values, inputs, strict=True)
         return [p.reshape(v.shape).astype(var.dtype) for p, v, var in pairs]

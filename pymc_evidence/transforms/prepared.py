@@ -18,11 +18,19 @@ from ..runtime.runtime import fingerprint, runtime_of
 from .gaussian_latent import GaussianOut, integrate_gaussian_latent
 from .group_effects import GroupEffectsOut, integrate_group_effects
 from .group_nested import GroupNestedOut
+from .group_nested_quadrature import GroupNestedQuadratureOut
 from .group_pair_effects import GroupPairOut
 from .marginal import SummedOut, sum_out_discrete
 from .reparam import reparametrize
 
-__all__ = ["fingerprint", "reparametrized", "summed_out"]
+__all__ = ["Summed", "fingerprint", "reparametrized", "summed_out"]
+
+#: What :func:`summed_out` returns: a model with variables summed or integrated out, and
+#: how to draw them back.
+Summed = (
+    SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | GroupNestedOut
+    | GroupNestedQuadratureOut
+)  # fmt: skip
 
 
 def reparametrized(source: pm.Model) -> pm.Model:
@@ -39,9 +47,7 @@ _INTEGRATIONS = (
 )
 
 
-def summed_out(
-    source: pm.Model, integrate: bool
-) -> SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | GroupNestedOut | None:
+def summed_out(source: pm.Model, integrate: bool) -> Summed | None:
     """:func:`~pymc_evidence.transforms.marginal.sum_out_discrete` of ``source`` or, without
     discrete variables and with ``integrate``, :func:`~pymc_evidence.transforms.
     gaussian_latent.integrate_gaussian_latent` or else :func:`~pymc_evidence.transforms.

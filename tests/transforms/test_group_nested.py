@@ -164,18 +164,6 @@ def test_a_mean_that_mixes_states_is_not_nested():
     assert isinstance(out, GroupEffectsOut) and out.names == ("a",)
 
 
-def test_poisson_nested_effects_keep_one_grouping():
-    """A likelihood that is not Gaussian in the effects: the inner grouping alone."""
-    county = np.repeat(np.arange(20), 3)
-    state = np.repeat(np.arange(5), 4)[county]
-    with pm.Model() as model:
-        a = pm.Normal("a", 0.0, 0.5, shape=20)
-        b = pm.Normal("b", 0.0, 0.5, shape=5)
-        pm.Poisson("y", pm.math.exp(a[county] + b[state]), observed=np.ones(60, dtype=int))
-    out = integrate_group_effects(model)
-    assert isinstance(out, GroupEffectsOut) and out.names == ("a",)
-
-
 @pytest.mark.parametrize("form", ["centred", "non-centred", "three levels"])
 def test_default_evidence_of_nested_intercepts(form):
     """The truth: :func:`crossed_intercepts`' Woodbury algebra over the three scales (the
