@@ -10,13 +10,15 @@ __all__ = ["no_jit_mode"]
 
 def no_jit_mode():
     """PyTensor's Python linker with PyMC's rewrites but no fusion (a fused ``Composite``
-    runs element by element in Python; its parts run as numpy ufuncs), and ``clip`` as
-    two ``switch`` es (see :func:`_clip_as_switch`)."""
+    runs element by element in Python; its parts run as numpy ufuncs), ``clip`` as two
+    ``switch`` es (see :func:`_clip_as_switch`) and ``softplus`` by ufuncs
+    (:func:`_softplus_by_ufuncs`)."""
     from pytensor.compile.mode import Mode
     from pytensor.graph.rewriting.basic import in2out
 
     mode = Mode(linker="py", optimizer="fast_run").excluding("fusion")
-    return mode.register((in2out(_clip_as_switch(), name="pme_clip_as_switch"), 48.5))
+    mode = mode.register((in2out(_clip_as_switch(), name="pme_clip_as_switch"), 48.5))
+    return mode.register((in2out(_softplus_by_ufuncs(), name="pme_softplus_ufuncs"), 48.6))
 
 
 def _clip_as_switch():
@@ -38,3 +40,23 @@ def _clip_as_switch():
         return [out.astype(node.outputs[0].type.dtype)]
 
     return clip_as_switch
+
+
+def _softplus_by_ufuncs():
+    """A rewrite of ``softplus(x)`` (``log(1 + exp(x))``, every Bernoulli-logit and binomial
+    likelihood's) to ``max(x, 0) + log1p(exp(-|x|))``: PyTensor's ``Softplus`` has no numpy
+    function, and the Python linker ran it element by element (most of a nested Bernoulli
+    hierarchy's rule check, :mod:`~pymc_evidence.transforms.group_nested_quadrature`)."""
+    from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.scalar.math import Softplus
+    from pytensor.tensor.elemwise import Elemwise
+
+    @node_rewriter([Elemwise])
+    def softplus_by_ufuncs(fgraph, node):
+        if not isinstance(node.op.scalar_op, Softplus):
+            return None
+        (x,) = node.inputs
+        out = pt.maximum(x, 0.0) + pt.log1p(pt.exp(-pt.abs(x)))
+        return [out.astype(node.outputs[0].type.dtype)]
+
+    return softplus_by_ufuncs

@@ -23,7 +23,10 @@ likelihood may be any (Normal, Poisson, Bernoulli, binomial, negative binomial, 
 (``N(0, 1)`` scaled in the likelihood) effects alike; of several groupings
 (``(1|county) + (1|year)``) the largest is integrated, the others stay in the model. Two
 effects of one grouping that enter the same rows (a random intercept and slope,
-``(1 + x | g)``) are integrated together (:mod:`.group_pair_effects`), as are the two
+``(1 + x | g)``) are integrated together (:mod:`.group_pair_effects`), as are nested
+groupings (counties in states: :mod:`.group_nested` for a Gaussian likelihood, two levels
+of quadrature (:mod:`.group_nested_quadrature`) for others from :data:`MIN_NESTED_OUTER`
+states) and the two
 columns of a ``(J, 2)`` effect with a full covariance (``LKJCholeskyCov``;
 :mod:`.group_matrix_effects`). Below
 :data:`MIN_GROUPS` (5) the model keeps its form: a vector of a few elements is as likely
@@ -70,13 +73,23 @@ from .group_rule import (
     without_effects,
 )
 
-__all__ = ["GRID", "MIN_GROUPS", "NODE_TOLERANCE", "GroupEffectsOut", "integrate_group_effects"]
+__all__ = [
+    "GRID", "MIN_GROUPS", "MIN_NESTED_OUTER", "NODE_TOLERANCE", "GroupEffectsOut",
+    "integrate_group_effects",
+]  # fmt: skip
 
 #: Fewest groups integrated out. Until 2026-12-05 this was 100; below it the joint space was
 #: kept, but on 8-30 groups integrating covers the truth better and costs less (eight
 #: schools, bambi's 12-group ``(1|g)``, 30 Gaussian groups; measured in :doc:`/hard_models`,
 #: "Group effects integrated out: hierarchies of hundreds to thousands of groups").
 MIN_GROUPS = 5
+#: Fewest outer groups (states) of a non-Gaussian nested grouping integrated by two levels
+#: of quadrature (:mod:`.group_nested_quadrature`); below, the inner grouping alone is
+#: integrated and the outer stays in the annealed space. Each density call of two levels
+#: costs several times one level's; measured in :doc:`/hard_models`, "Nested groupings of
+#: counts and binary outcomes", fewer annealed dimensions paid for it at 150 states and not
+#: at 50.
+MIN_NESTED_OUTER = 100
 #: Node counts tried, each against the next.
 NODE_COUNTS = (1, 3, 5, 7, 9, 11, 15, 21, 31)
 #: Points of the grid of the non-Gaussian draws.
@@ -210,7 +223,7 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     nested = find_nested(model, found, MIN_GROUPS)
     if nested is not None and nested[2].quadratic():
         return integrate_nested(model, *nested)
-    if nested is not None:
+    if nested is not None and nested[2].outer.n_groups >= MIN_NESTED_OUTER:
         return integrate_nested_quadrature(model, *nested)
     if not found:
         return None

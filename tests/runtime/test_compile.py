@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 _SCRIPT = """
@@ -64,3 +65,23 @@ def test_empty_and_warm_compile_cache_give_the_same_bits(method, tmp_path):
     empty = _estimate(method, tmp_path)
     warm = _estimate(method, tmp_path)  # every function now comes from the cache
     assert warm == empty, f"{method}: {empty} with an empty cache, {warm} with a warm one"
+
+
+def test_no_jit_functions_run_softplus_and_clip_by_ufuncs():
+    """``softplus`` and ``clip`` have no numpy function in PyTensor: the Python linker would
+    run them element by element. Rewritten, the values are numpy's, and
+    no op of the compiled graph is a ``Softplus`` or ``Clip``."""
+    import pytensor.scalar as ps
+    import pytensor.tensor as pt
+    from pytensor.scalar.math import Softplus
+
+    from pymc_evidence.runtime._compile import compile_fn
+
+    x = pt.vector("x")
+    fn = compile_fn([x], [pt.softplus(x), pt.clip(x, -1.0, 2.0)], jit=False)
+    values = np.array([-800.0, -40.0, -3.0, 0.0, 1e-9, 5.0, 20.0, 40.0, 800.0])
+    soft, clipped = fn(values)
+    np.testing.assert_allclose(soft, np.logaddexp(0.0, values), rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(clipped, np.clip(values, -1.0, 2.0))
+    scalars = [getattr(n.op, "scalar_op", None) for n in fn.maker.fgraph.apply_nodes]
+    assert not any(isinstance(s, (Softplus, ps.Clip)) for s in scalars)

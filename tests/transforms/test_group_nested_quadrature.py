@@ -15,6 +15,7 @@ import pytest
 import pymc_evidence as pme
 from pymc_evidence.testing.glmm import log_lik_constant
 from pymc_evidence.testing.glmm_nested import _States, nested_count_hierarchy
+from pymc_evidence.transforms import group_effects
 from pymc_evidence.transforms.group_effects import _candidates, integrate_group_effects
 from pymc_evidence.transforms.group_nested import find_nested
 from pymc_evidence.transforms.group_nested_levels import (
@@ -25,6 +26,14 @@ from pymc_evidence.transforms.group_nested_levels import (
 )
 from pymc_evidence.transforms.group_nested_quadrature import GroupNestedQuadratureOut
 from tests._accuracy import assert_log_z
+
+
+@pytest.fixture(autouse=True)
+def _two_levels_from_five_states(monkeypatch):
+    """The default takes two levels from :data:`MIN_NESTED_OUTER` states, far above these
+    small models' 5-8: lowered here, so that the default's path is the one tested."""
+    monkeypatch.setattr(group_effects, "MIN_NESTED_OUTER", 5)
+
 
 #: (mu, tau_s, tau_c): near the data's (0.3, 0.5, 0.3) and far from them on both sides.
 POINTS = [(0.3, 0.5, 0.3), (1.0, 0.1, 1.5), (-0.5, 2.0, 0.05)]
@@ -101,6 +110,14 @@ def test_fixed_priors_only():
     want += log_lik_constant("poisson", y.astype(float), 1)
     total = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials)
     assert abs(float(total({})) - want) < 0.01
+
+
+def test_few_states_keep_one_level(monkeypatch):
+    """Below :data:`MIN_NESTED_OUTER` states the counties alone are integrated."""
+    system = _system("poisson")
+    monkeypatch.setattr(group_effects, "MIN_NESTED_OUTER", 7)
+    out = integrate_group_effects(system.model)
+    assert not isinstance(out, GroupNestedQuadratureOut) and out.names == ("a",)
 
 
 def test_draws_follow_the_states_conditional():
