@@ -75,7 +75,7 @@ from .group_rule import (
 
 __all__ = [
     "GRID", "MIN_GROUPS", "MIN_NESTED_OUTER", "NODE_TOLERANCE", "GroupEffectsOut",
-    "integrate_group_effects",
+    "group_candidates", "integrate_group_effects",
 ]  # fmt: skip
 
 #: Fewest groups integrated out. Until 2026-12-05 this was 100; below it the joint space was
@@ -213,7 +213,7 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     >>> bool(np.isclose(total({"mu": 0.0}), exact))
     True
     """
-    found = _candidates(model)
+    found = group_candidates(model)
     matrix = find_matrix_effect(model, MIN_GROUPS)
     if matrix is not None and all(c[1].n_groups <= matrix[1].rows.n_groups for c in found):
         return integrate_pair(model, matrix[:1], matrix[1], matrix[2])
@@ -244,7 +244,7 @@ def integrate_group_effects(model: pm.Model) -> GroupEffectsOut | None:
     return GroupEffectsOut(new, (effect.name,), (shape,), tuple(renamed), rule)
 
 
-def _candidates(model: pm.Model) -> list:
+def group_candidates(model: pm.Model) -> list:
     """``(effect, RowTerms, observed)`` of every free ``Normal`` vector that qualifies."""
     found = []
     for rv in model.free_RVs:

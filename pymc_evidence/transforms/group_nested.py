@@ -99,6 +99,13 @@ class NestedTerms:
         hessian = [*pt.grad(pt.sum(ga), [self.ua, self.ub]), pt.grad(pt.sum(gb), self.ub)]
         return constant_in(hessian, [self.ua, self.ub])
 
+    def at_zero(self):
+        """The rows' total log density at both effects zero (what the copy keeps)."""
+        if self.zero is not None:
+            return self.zero
+        zeros_a = pt.zeros(self.inner.n_groups, dtype="float64")
+        return pt.sum(self.at(zeros_a, pt.zeros(self.outer.n_groups, dtype="float64")))
+
     def at(self, a, b):
         """The rows' log density at group effects ``a`` (``(J,)``) and ``b`` (``(K,)``)."""
         rows = {self.ua: self.inner.gather(a), self.ub: self.outer_rows.gather(b)}
@@ -326,12 +333,8 @@ def integrate_nested(model: pm.Model, inner, outer, terms: NestedTerms) -> Group
     (('a', 'b'), ['tau'])
     """
     total, tables = nested_log_marginal(terms)
-    at_zero = terms.zero
-    if at_zero is None:
-        zeros_a = pt.zeros(terms.inner.n_groups, dtype="float64")
-        at_zero = pt.sum(terms.at(zeros_a, pt.zeros(terms.outer.n_groups, dtype="float64")))
     graphs = [*tables, *terms.shift]
-    new, moments = without_effects(model, [inner, outer], total - at_zero, graphs)
+    new, moments = without_effects(model, [inner, outer], total - terms.at_zero(), graphs)
     names = (inner.name, outer.name)
     shapes = (shape_of(inner), shape_of(outer))
     return GroupNestedOut(new, names, shapes, tuple(moments), terms.outer.group)

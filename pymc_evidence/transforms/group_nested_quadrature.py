@@ -199,26 +199,25 @@ def integrate_nested_quadrature(model, inner, outer, terms) -> GroupNestedQuadra
     Examples
     --------
     >>> import numpy as np, pymc as pm
-    >>> from pymc_evidence.transforms.group_effects import integrate_group_effects
-    >>> county = np.repeat(np.arange(40), 3)
-    >>> state = np.repeat(np.arange(8), 5)[county]
+    >>> from pymc_evidence.transforms.group_effects import group_candidates
+    >>> from pymc_evidence.transforms.group_nested import find_nested
+    >>> county = np.repeat(np.arange(24), 2)
+    >>> state_of = np.arange(24) % 6
     >>> with pm.Model() as model:
     ...     tau = pm.HalfNormal("tau", 1.0)
-    ...     a = pm.Normal("a", 0.0, tau, shape=40)
-    ...     b = pm.Normal("b", 0.0, 1.0, shape=8)
-    ...     _ = pm.Poisson("y", pm.math.exp(a[county] + b[state]), observed=np.ones(120))
-    >>> out = integrate_group_effects(model)
+    ...     a = pm.Normal("a", 0.0, tau, shape=24)
+    ...     b = pm.Normal("b", 0.0, 1.0, shape=6)
+    ...     eta = a[county] + b[state_of[county]]
+    ...     _ = pm.Bernoulli("y", logit_p=eta, observed=np.arange(48) % 2)
+    >>> found = find_nested(model, group_candidates(model), 5)
+    >>> out = integrate_nested_quadrature(model, *found)
     >>> out.names, [rv.name for rv in out.model.free_RVs]
     (('a', 'b'), ['tau'])
     """
     rule = choose_nested_rule(model, terms)
     ops = graph_ops(terms)
     total = pt.sum(state_integrals(ops, rule, joint_mode(ops, rule.steps)[:2]))
-    at_zero = terms.zero
-    if at_zero is None:
-        zeros_a = pt.zeros(terms.inner.n_groups, dtype="float64")
-        at_zero = pt.sum(terms.at(zeros_a, pt.zeros(terms.outer.n_groups, dtype="float64")))
-    new, _ = without_effects(model, [inner, outer], total - at_zero, [])
+    new, _ = without_effects(model, [inner, outer], total - terms.at_zero(), [])
     n_b, n_a = terms.outer.n_groups, terms.inner.n_groups
 
     def tables_of(z):

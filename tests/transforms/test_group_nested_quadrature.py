@@ -16,7 +16,7 @@ import pymc_evidence as pme
 from pymc_evidence.testing.glmm import log_lik_constant
 from pymc_evidence.testing.glmm_nested import _States, nested_count_hierarchy
 from pymc_evidence.transforms import group_effects
-from pymc_evidence.transforms.group_effects import _candidates, integrate_group_effects
+from pymc_evidence.transforms.group_effects import group_candidates, integrate_group_effects
 from pymc_evidence.transforms.group_nested import find_nested
 from pymc_evidence.transforms.group_nested_levels import (
     NestedRule,
@@ -70,7 +70,7 @@ def test_integral_converges_to_the_trapezoids(kind):
     far from them (each level exact as its nodes grow)."""
     system = _system(kind)
     model = system.model
-    _, _, terms = find_nested(model, _candidates(model), 5)
+    _, _, terms = find_nested(model, group_candidates(model), 5)
     ops = graph_ops(terms)
     rule = NestedRule(20, 15, 12, 21)
     total = pt.sum(state_integrals(ops, rule, joint_mode(ops, rule.steps)[:2]))

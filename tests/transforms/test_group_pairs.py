@@ -9,7 +9,7 @@ from scipy import special, stats
 
 from pymc_evidence.testing.slopes import slope_hierarchy
 from pymc_evidence.transforms import group_pairs as gp
-from pymc_evidence.transforms.group_effects import _candidates, integrate_group_effects
+from pymc_evidence.transforms.group_effects import group_candidates, integrate_group_effects
 from pymc_evidence.transforms.group_pair_effects import find_pair
 
 
@@ -57,7 +57,7 @@ def test_poisson_pair_converges_to_brute_force():
         mu, beta = pm.Normal("mu", 0, 1), pm.Normal("beta", 0, 1)
         za, zb = pm.Normal("za", 0, 1, shape=J), pm.Normal("zb", 0, 1, shape=J)
         pm.Poisson("y", pt.exp(mu + sa * za[g] + (beta + sb * zb[g]) * x), observed=y)
-    _, _, terms = find_pair(model, _candidates(model))
+    _, _, terms = find_pair(model, group_candidates(model))
     assert not terms.gaussian
     values = [model.rvs_to_values[v] for v in model.free_RVs]
     outs = [gp.pair_log_marginal(terms, gp.GroupRule(30, k)) for k in (1, 7)]
