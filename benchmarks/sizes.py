@@ -31,6 +31,11 @@ Models (each with a log Z computed without pymc_evidence):
   ``J / 20`` states (:func:`pymc_evidence.testing.glmm_nested.nested_count_hierarchy`:
   trapezoid per county statistic and per state, Gauss-Legendre over the three
   hyperparameters);
+* ``cpoisson:J``: crossed random intercepts ``(1|county) + (1|year)`` of a Poisson
+  likelihood, ``J`` counties of 4 rows, each row in one of 10 years
+  (:func:`pymc_evidence.testing.glmm_crossed.crossed_count_hierarchy`: a trapezoid per county,
+  Gauss-Legendre over ``log tau_b`` and importance sampling over the rest at each node; minutes
+  at a few hundred counties);
 * ``logistic:n``: a logistic regression of ``n`` rows and 6 coefficients (``N(0, 1)``
   priors), log Z by importance sampling from the Laplace approximation, checked two ways (a
   multivariate t with 5 degrees of freedom and a Gaussian 1.2 times wider, 20 000 draws each;
@@ -57,6 +62,7 @@ KINDS = (
     "nested3",
     "npoisson",
     "nbernoulli",
+    "cpoisson",
     "logistic",
 )
 
@@ -104,6 +110,10 @@ def sized(name: str, truth: bool = True):
         system = nested_count_hierarchy(
             J=J, K=max(J // 20, 5), rows=4, kind=kind[1:], seed=1, exact=truth
         )
+    elif kind == "cpoisson":
+        from pymc_evidence.testing.glmm_crossed import crossed_count_hierarchy
+
+        system = crossed_count_hierarchy(J=J, T=10, rows=4, kind="poisson", seed=1, exact=truth)
     elif kind == "logistic":
         return logistic(J)
     else:

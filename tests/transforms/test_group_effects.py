@@ -18,6 +18,7 @@ import pymc_evidence as pme
 from pymc_evidence.methods.smc import default_n_particles
 from pymc_evidence.testing.crossed import crossed_intercepts
 from pymc_evidence.testing.glmm import count_hierarchy, group_log_integrals
+from pymc_evidence.testing.glmm_crossed import crossed_count_hierarchy
 from pymc_evidence.testing.hierarchical import hierarchical_normal
 from pymc_evidence.transforms.group_effects import MIN_GROUPS, integrate_group_effects
 from tests._accuracy import assert_log_z
@@ -237,3 +238,13 @@ def test_rule_points_are_centred_on_the_mode_with_its_scales():
     np.testing.assert_allclose(points, expected, atol=2e-3)
     plain = [np.concatenate([np.atleast_1d(a) for a in p]) for p in rule_points(model, inputs)]
     np.testing.assert_allclose(plain[1], np.full(3, SPREAD))
+
+
+def test_default_evidence_of_crossed_counts():
+    """Poisson ``(1|county) + (1|year)``: the counties integrated out, the years' effects
+    annealed with the hyperparameters; against a trapezoid per county and importance
+    sampling over the rest (:mod:`pymc_evidence.testing.glmm_crossed`)."""
+    system = crossed_count_hierarchy(J=20, T=4, kind="poisson", seed=2)
+    idata = pme.sample_evidence(model=system.model, random_seed=1, progressbar=False)
+    assert idata["log_evidence"].attrs["integrated"] == "a"
+    assert_log_z(pme.log_evidence(idata), system.log_z, abs_tol=0.15, se_max=0.15)
