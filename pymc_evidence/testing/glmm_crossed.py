@@ -29,7 +29,7 @@ import pytensor.tensor as pt
 from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
-from pymc_evidence.testing.glmm import KINDS, hessian, log_lik_constant
+from pymc_evidence.testing.glmm import KINDS, log_lik_constant
 
 __all__ = ["crossed_count_hierarchy", "crossed_glmm_log_z"]
 
@@ -54,19 +54,22 @@ class _Counties:
         self.totals = np.add.reduceat(self.y, self.starts)
         self.fixed = None if kind != "poisson" else self.totals[:, None] * self.t[None, :]
 
-    def log_lik(self, mu, tau_a, b) -> float:
-        """``sum_c log ∫ N(a; 0, tau_a) ∏ p(y_i | mu + b_t + a) da``."""
-        offset = mu + b[self.year]  # (n,)
+    def log_lik(self, mu, tau_a, b) -> np.ndarray:
+        """``sum_c log ∫ N(a; 0, tau_a) ∏ p(y_i | mu + b_t + a) da`` at ``M`` points
+        (``mu`` and ``tau_a`` ``(M,)``, ``b`` ``(M, T)``)."""
+        offset = mu[:, None] + b[:, self.year]  # (M, n)
+        a = tau_a[:, None] * self.t[None, :]  # (M, points)
         if self.kind == "poisson":  # a county's rows through two sums
-            rates = np.add.reduceat(np.exp(offset), self.starts)
-            linear = np.add.reduceat(self.y * offset, self.starts)
-            grid = self.fixed * tau_a - rates[:, None] * np.exp(tau_a * self.t)[None, :]
-            terms = linear[:, None] + grid
+            rates = np.add.reduceat(np.exp(offset), self.starts, axis=1)
+            linear = np.add.reduceat(self.y * offset, self.starts, axis=1)
+            with np.errstate(over="ignore"):
+                terms = (linear[:, :, None] + self.totals[None, :, None] * a[:, None, :]
+                         - rates[:, :, None] * np.exp(a)[:, None, :])  # fmt: skip
         else:
-            eta = offset[:, None] + tau_a * self.t[None, :]
+            eta = offset[:, :, None] + a[:, None, :]
             rows = self.y[:, None] * eta - self.trials * np.logaddexp(0.0, eta)
-            terms = np.add.reduceat(rows, self.starts, axis=0)
-        return float(np.sum(special.logsumexp(terms + self.log_w, axis=1)))
+            terms = np.add.reduceat(rows, self.starts, axis=1)
+        return np.sum(special.logsumexp(terms + self.log_w, axis=2), axis=1)
 
 
 def _log_prior_tau(log_tau):
@@ -74,41 +77,56 @@ def _log_prior_tau(log_tau):
     return stats.halfnorm.logpdf(np.exp(log_tau)) + log_tau
 
 
-def _log_f(counties: _Counties, theta) -> float:
-    """The log density of ``theta = (mu, log tau_a, log tau_b, z)``, the years' effects
-    ``b = tau_b z``, unnormalized, less the rows' constant."""
-    mu, log_ta, log_tb, z = theta[0], theta[1], theta[2], theta[3:]
-    prior = (stats.norm.logpdf(mu) + _log_prior_tau(log_ta) + _log_prior_tau(log_tb)
-             + np.sum(stats.norm.logpdf(z)))  # fmt: skip
-    return float(prior + counties.log_lik(mu, np.exp(log_ta), np.exp(log_tb) * z))
+def _log_f(counties: _Counties, theta: np.ndarray, chunk: int = 32) -> np.ndarray:
+    """The log density at the rows of ``theta = (mu, log tau_a, log tau_b, z)`` (``(M,
+    T + 3)``), the years' effects ``b = tau_b z``, unnormalized, less the rows' constant."""
+    out = []
+    for part in np.split(theta, range(chunk, len(theta), chunk)):
+        mu, log_ta, log_tb, z = part[:, 0], part[:, 1], part[:, 2], part[:, 3:]
+        prior = (stats.norm.logpdf(mu) + _log_prior_tau(log_ta) + _log_prior_tau(log_tb)
+                 + np.sum(stats.norm.logpdf(z), axis=1))  # fmt: skip
+        out.append(prior + counties.log_lik(mu, np.exp(log_ta), np.exp(log_tb)[:, None] * z))
+    return np.concatenate(out)
+
+
+def _hessian(log_f, x, h: float = 1e-3) -> np.ndarray:
+    """Central-difference Hessian of the batched ``log_f`` at ``x``, every point at once."""
+    d, eye = len(x), np.eye(len(x)) * h
+    signs = [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+    points = [x + si * eye[i] + sj * eye[j] for i in range(d) for j in range(d) for si, sj in signs]
+    values = log_f(np.array(points)).reshape(d, d, 4)
+    return (values[..., 0] - values[..., 1] - values[..., 2] + values[..., 3]) / (4 * h * h)
 
 
 def _laplace(log_f, start):
-    """The mode of ``log_f`` from ``start``, its value and the inverse negative Hessian."""
-    mode = optimize.minimize(lambda p: -log_f(p), start, method="BFGS",
+    """The mode of the batched ``log_f`` from ``start`` and the inverse negative Hessian."""
+    mode = optimize.minimize(lambda p: -log_f(p[None])[0], start, method="BFGS",
                              options={"gtol": 1e-6}).x  # fmt: skip
-    return mode, log_f(mode), np.linalg.inv(-hessian(log_f, mode, h=1e-3))
+    return mode, np.linalg.inv(-_hessian(log_f, mode))
 
 
-def _is_log_z(log_f, proposal, draws: int) -> tuple[float, float]:
-    """Importance-sampling log Z and its delta-method se from ``proposal``'s draws."""
+def _is_log_z(log_f, proposal, draws: int):
+    """Importance-sampling log Z, its delta-method se, and the draws and their weights."""
     x = proposal.rvs(draws)
-    log_w = np.array([log_f(d) for d in x]) - proposal.logpdf(x)
+    log_w = log_f(x) - proposal.logpdf(x)
     w = np.exp(log_w - log_w.max())
     log_z = special.logsumexp(log_w) - np.log(draws)
-    return float(log_z), float(np.std(w) / np.mean(w) / np.sqrt(draws))
+    return float(log_z), float(np.std(w) / np.mean(w) / np.sqrt(draws)), x, w / w.sum()
 
 
 def _given_tau_b(counties, log_tb, start, rng, draws):
     """``(log Z, se, mode)`` of ``(mu, log tau_a, z)`` given ``log tau_b`` by importance
-    sampling from a t around its Laplace approximation."""
+    sampling from a t (5 degrees of freedom) at the weighted moments of a first sample
+    from a t around the Laplace approximation."""
 
     def log_f(p):
-        return _log_f(counties, np.concatenate([p[:2], [log_tb], p[2:]]))
+        return _log_f(counties, np.insert(p, 2, log_tb, axis=1))
 
-    mode, _, cov = _laplace(log_f, start)
-    t = stats.multivariate_t(mode, cov, df=5, seed=rng)
-    return (*_is_log_z(log_f, t, draws), mode)
+    mode, cov = _laplace(log_f, start)
+    *_, x, w = _is_log_z(log_f, stats.multivariate_t(mode, cov, df=5, seed=rng), draws)
+    mean = w @ x
+    moved = stats.multivariate_t(mean, (x - mean).T @ ((x - mean) * w[:, None]), df=5, seed=rng)
+    return (*_is_log_z(log_f, moved, draws)[:2], mode)
 
 
 def crossed_glmm_log_z(kind, y, county, year, trials=1, seed: int = 0,
@@ -131,9 +149,9 @@ def crossed_glmm_log_z(kind, y, county, year, trials=1, seed: int = 0,
     mean = float(np.clip(y.mean() / trials, 0.05, 0.95))
     level = np.log(y.mean() + 0.05) if kind == "poisson" else special.logit(mean)
     start = np.concatenate([[level, np.log(0.5), np.log(0.5)], np.zeros(n_t)])
-    mode, _, cov = _laplace(lambda p: _log_f(counties, p), start)
+    mode, cov = _laplace(lambda p: _log_f(counties, p), start)
     finer = _Counties(kind, y, county, year, trials, 2 * INNER_POINTS - 1)
-    if abs(_log_f(counties, mode) - _log_f(finer, mode)) > 1e-8:
+    if abs(_log_f(counties, mode[None])[0] - _log_f(finer, mode[None])[0]) > 1e-8:
         raise RuntimeError("the counties' grid is too coarse at the mode")
     centre, sd = mode[2], np.sqrt(cov[2, 2])
     x, w = np.polynomial.legendre.leggauss(points)
