@@ -199,10 +199,12 @@ def laplace_first(
         Importance-sampling draws of check 2.
     progressbar : bool
     settle : bool, default True
-        Run check 3. Without it, checks 1 and 2 decide: for posteriors whose shape is known
-        to be one bump (the hyperparameters of a hierarchy with its group effects
-        integrated out, whose density costs a quadrature over every row: there the short
-        fits were most of the base's cost).
+        Run check 3. Without it, checks 1 and 2 decide, and the mode search takes few
+        prior starts (:func:`~pymc_evidence.basefit.mode_search.search_modes`'
+        ``one_bump``): for posteriors whose shape is known to be one bump (the
+        hyperparameters of a hierarchy with its group effects integrated out, whose density
+        costs a quadrature over every row: there the short fits were most of the base's
+        cost).
     recentre : bool, default False
         Where check 2 fails, move the Laplace Gaussian to the importance-weighted mean of
         its draws (:func:`~pymc_evidence.basefit.recentre.recentred`) and accept it there
@@ -222,7 +224,7 @@ def laplace_first(
     """
     density = batched_logp(space)
     with progress_bar("Looking for the posterior's modes", 1, enabled=progressbar) as bar:
-        modes, search = search_modes(space, None, density, rng, callback=bar)
+        modes, search = search_modes(space, None, density, rng, callback=bar, one_bump=not settle)
     found = (modes, search)
     if len(modes) != 1:
         return None, found

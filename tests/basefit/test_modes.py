@@ -196,7 +196,7 @@ def test_a_batch_that_reaches_a_new_basin_asks_for_another():
 
 
 def test_a_one_mode_posterior_gets_one_batch_of_starts():
-    from pymc_evidence.basefit.mode_search import N_PRIOR_STARTS, search_modes
+    from pymc_evidence.basefit.mode_search import N_PRIOR_STARTS, ONE_BUMP_STARTS, search_modes
     from pymc_evidence.runtime.batched_logp import batched_logp
 
     with pm.Model() as model:
@@ -207,6 +207,10 @@ def test_a_one_mode_posterior_gets_one_batch_of_starts():
     modes, info = search_modes(space, start, batched_logp(space), np.random.default_rng(1))
     assert len(modes) == 1 and info["n_prior_starts"] == N_PRIOR_STARTS
     assert info["unseen_share"] == 0.0
+    one, info = search_modes(space, start, batched_logp(space), np.random.default_rng(1),
+                             one_bump=True)  # fmt: skip
+    assert info["n_prior_starts"] == ONE_BUMP_STARTS
+    assert len(one) == 1 and np.allclose(one[0].mean, modes[0].mean, atol=1e-6)
 
 
 def test_default_is_right_on_the_egg_box():
