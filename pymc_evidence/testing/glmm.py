@@ -21,8 +21,8 @@ from scipy import optimize, special, stats
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
 
 __all__ = [
-    "INNER_POINTS", "count_hierarchy", "glmm_log_z", "group_log_integrals", "hessian",
-    "log_lik_constant",
+    "INNER_POINTS", "count_hierarchy", "draw_rows", "glmm_log_z", "group_log_integrals",
+    "hessian", "log_lik_constant", "observe",
 ]  # fmt: skip
 
 #: Grid points of each group's integral.
@@ -54,6 +54,25 @@ def group_log_integrals(kind, mu, tau, totals, rows, trials=1):
         top = terms.max(axis=2, keepdims=True)  # scipy's logsumexp, without its checks
         out[start : start + 64] = np.log(np.exp(terms - top).sum(axis=2)) + top[..., 0]
     return out.reshape(mu.shape + (len(totals),))
+
+
+def draw_rows(kind: str, eta, trials: int, rng) -> np.ndarray:
+    """Rows of ``kind`` at linear predictors ``eta``: Poisson counts of rate ``exp(eta)``,
+    else binomial counts of ``trials`` trials (one: Bernoulli) and ``logit p = eta``."""
+    if kind == "poisson":
+        return rng.poisson(np.exp(eta))
+    return rng.binomial(trials, special.expit(eta))
+
+
+def observe(kind: str, linear, y, trials: int) -> None:
+    """The rows ``y`` of ``kind`` at the linear predictor ``linear``, in the model on the
+    context stack (``trials`` of the binomial)."""
+    if kind == "poisson":
+        pm.Poisson("y", pt.exp(linear), observed=y)
+    elif kind == "bernoulli":
+        pm.Bernoulli("y", logit_p=linear, observed=y)
+    else:
+        pm.Binomial("y", trials, logit_p=linear, observed=y)
 
 
 def log_lik_constant(kind, y, trials) -> float:
@@ -153,10 +172,8 @@ def count_hierarchy(
     rng = np.random.default_rng(seed)
     group = np.repeat(np.arange(J), rows)
     eta = 0.3 + tau * rng.standard_normal(J)
-    if kind == "poisson":
-        y = rng.poisson(np.exp(eta[group]))
-    else:
-        y = rng.binomial(1 if kind == "bernoulli" else trials, special.expit(eta[group]))
+    m = 1 if kind != "binomial" else trials
+    y = draw_rows(kind, eta[group], m, rng)
     with pm.Model(coords={"group": np.arange(J)}) as model:
         mu = pm.Normal("mu", 0.0, 1.0)
         scale = pm.HalfNormal("tau", 1.0)
@@ -164,14 +181,7 @@ def count_hierarchy(
             b = pm.Normal("b", mu, scale, dims="group")
         else:
             b = pm.Deterministic("b", mu + scale * pm.Normal("z", 0.0, 1.0, dims="group"))
-        linear = b[group]
-        if kind == "poisson":
-            pm.Poisson("y", pt.exp(linear), observed=y)
-        elif kind == "bernoulli":
-            pm.Bernoulli("y", logit_p=linear, observed=y)
-        else:
-            pm.Binomial("y", trials, logit_p=linear, observed=y)
-    m = 1 if kind != "binomial" else trials
+        observe(kind, b[group], y, m)
     return AnalyticModel(
         name=f"{kind}_hierarchy_{J}",
         model=model,

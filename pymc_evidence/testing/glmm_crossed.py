@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
-from pymc_evidence.testing.glmm import KINDS, log_lik_constant
+from pymc_evidence.testing.glmm import KINDS, draw_rows, log_lik_constant, observe
 
 __all__ = ["crossed_count_hierarchy", "crossed_glmm_log_z"]
 
@@ -207,22 +206,13 @@ def crossed_count_hierarchy(
     rng = np.random.default_rng(seed)
     county, year = np.repeat(np.arange(J), rows), rng.integers(T, size=J * rows)
     eta = 0.3 + 0.4 * rng.standard_normal(J)[county] + 0.3 * rng.standard_normal(T)[year]
-    if kind == "poisson":
-        y = rng.poisson(np.exp(eta))
-    else:
-        y = rng.binomial(m, special.expit(eta))
+    y = draw_rows(kind, eta, m, rng)
     with pm.Model(coords={"county": np.arange(J), "year": np.arange(T)}) as model:
         mu = pm.Normal("mu", 0.0, 1.0)
         tau_a, tau_b = pm.HalfNormal("tau_a", 1.0), pm.HalfNormal("tau_b", 1.0)
         a = pm.Normal("a", 0.0, tau_a, dims="county")
         b = pm.Normal("b", 0.0, tau_b, dims="year")
-        linear = mu + a[county] + b[year]
-        if kind == "poisson":
-            pm.Poisson("y", pt.exp(linear), observed=y)
-        elif kind == "bernoulli":
-            pm.Bernoulli("y", logit_p=linear, observed=y)
-        else:
-            pm.Binomial("y", m, logit_p=linear, observed=y)
+        observe(kind, mu + a[county] + b[year], y, m)
     log_z, se = crossed_glmm_log_z(kind, y, county, year, m, seed) if exact else (np.nan, np.nan)
     return AnalyticModel(
         name=f"crossed_{kind}_hierarchy_{J}",

@@ -26,11 +26,17 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 from scipy import optimize, special, stats
 
 from pymc_evidence.testing.analytic import AnalyticModel, as_data
-from pymc_evidence.testing.glmm import KINDS, group_log_integrals, hessian, log_lik_constant
+from pymc_evidence.testing.glmm import (
+    KINDS,
+    draw_rows,
+    group_log_integrals,
+    hessian,
+    log_lik_constant,
+    observe,
+)
 from pymc_evidence.testing.quadrature import box_rule
 
 __all__ = ["nested_count_hierarchy", "nested_glmm_log_z"]
@@ -143,9 +149,7 @@ def _data(kind, J, K, rows, trials, seed):
     county = np.repeat(np.arange(J), rows)
     state_of = np.arange(J) % K
     eta = 0.3 + 0.5 * rng.standard_normal(K)[state_of] + 0.3 * rng.standard_normal(J)
-    if kind == "poisson":
-        return county, state_of, rng.poisson(np.exp(eta[county]))
-    return county, state_of, rng.binomial(trials, special.expit(eta[county]))
+    return county, state_of, draw_rows(kind, eta[county], trials, rng)
 
 
 def nested_count_hierarchy(
@@ -192,12 +196,7 @@ def nested_count_hierarchy(
             b = pm.Normal("b", 0.0, tau_s, dims="state")
             a = pm.Normal("a", 0.0, tau_c, dims="county")
             eta = mu + b[state_of[county]] + a[county]
-        if kind == "poisson":
-            pm.Poisson("y", pt.exp(eta), observed=y)
-        elif kind == "bernoulli":
-            pm.Bernoulli("y", logit_p=eta, observed=y)
-        else:
-            pm.Binomial("y", m, logit_p=eta, observed=y)
+        observe(kind, eta, y, m)
     log_z = nested_glmm_log_z(kind, y, county, state_of, m) if exact else float("nan")
     return AnalyticModel(
         name=f"nested_{kind}_hierarchy_{J}",
