@@ -32,6 +32,7 @@ __all__ = [
     "JAX_MAX_ROWS",
     "JAX_MIN_ROWS",
     "JaxRows",
+    "SMALL_CALL_ROWS",
     "compile_rows_jax",
     "jax_accelerator",
     "jax_available",
@@ -53,6 +54,13 @@ JAX_MIN_ROWS = 32
 #: 8 x 1000 draws) compiles no shape of its own. On a GPU or TPU, where wide calls are what
 #: the device is for, there is no limit.
 JAX_MAX_ROWS = 1024
+
+#: Rows of a small call of a function with heavy rows (:attr:`JaxRows.call_rows` set):
+#: a call of at most this many rows is padded to this many, one more compiled shape, rather
+#: than to a whole chunk. The mode search's ascents call one or two points at a time, and
+#: on a hierarchy with integrated groups each padded row is every row's quadrature
+#: (measured in :doc:`/performance`, "What a user meets: the first call on a new model").
+SMALL_CALL_ROWS = 4
 
 _JAX_FAILED = (
     "PyTensor's JAX backend cannot run the model's log density for {what}; use "
@@ -260,8 +268,9 @@ class JaxRows:
     A matrix's rows are padded (by repeating the last row) to a power of two of at least
     :data:`JAX_MIN_ROWS`, and the outputs cut back; on a CPU, more than
     :data:`JAX_MAX_ROWS` rows go in chunks of that many (functions with heavy rows: always
-    chunks of :attr:`call_rows`, one compiled shape: the 300-group Poisson hierarchy's
-    density had compiled four, several seconds each). ``jax.jit`` compiles once per
+    chunks of :attr:`call_rows`, one compiled shape, and calls of at most
+    :data:`SMALL_CALL_ROWS` rows one more: the 300-group Poisson hierarchy's density had
+    compiled four, several seconds each). ``jax.jit`` compiles once per
     input shape, so particle counts that change (ARM, the last chunk of a long evaluation)
     reuse a few compiled shapes instead of compiling for each.
 
@@ -327,7 +336,10 @@ class JaxRows:
         """The device outputs at the rows of ``xs`` (at most :attr:`max_rows`), from one
         padded call, and the number of rows to keep."""
         n = len(xs)
-        size = self.call_rows or padded_size(n)
+        if self.call_rows is None:
+            size = padded_size(n)
+        else:
+            size = SMALL_CALL_ROWS if n <= SMALL_CALL_ROWS else self.call_rows
         out = self.fn(pad_rows(xs, size), *self.shared_values())
         return (out if isinstance(out, list | tuple) else [out]), n
 

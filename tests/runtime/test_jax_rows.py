@@ -117,8 +117,14 @@ def test_batched_logp_matches_default_backend(name):
 def test_heavy_rows_compile_one_shape_and_fit_the_budget():
     """A density over a large data vector (here 40 000 rows, ~10 intermediates of that size
     a row): calls of any size run as calls of ``JAX_MIN_ROWS`` rows, in batches that fit
-    ``ROW_BUDGET``, and agree with the default backend."""
-    from pymc_evidence.runtime.jax_rows import JAX_MIN_ROWS, ROW_BUDGET, row_chunk
+    ``ROW_BUDGET``, those of at most ``SMALL_CALL_ROWS`` rows as calls of that many, and
+    agree with the default backend."""
+    from pymc_evidence.runtime.jax_rows import (
+        JAX_MIN_ROWS,
+        ROW_BUDGET,
+        SMALL_CALL_ROWS,
+        row_chunk,
+    )
 
     data = np.random.default_rng(2).normal(size=40_000)
     with pm.Model() as model:
@@ -134,11 +140,12 @@ def test_heavy_rows_compile_one_shape_and_fit_the_budget():
     assert 1 <= chunk <= JAX_MIN_ROWS and chunk * data.size < ROW_BUDGET
     xs = np.random.default_rng(3).normal(0.0, 0.1, size=(70, 2))
     expected = default(xs)
-    for n in (3, 40, 70):
-        logp, grad = on_jax(xs[:n])
-        np.testing.assert_allclose(logp, expected[0][:n], rtol=1e-9)
-        np.testing.assert_allclose(grad, expected[1][:n], rtol=1e-7)
-    assert rows_fn.fn._cache_size() == 1  # one compiled shape for 3, 40 and 70 rows
+    for sizes, shapes in (((40, 70), 1), ((1, SMALL_CALL_ROWS - 1, SMALL_CALL_ROWS), 2)):
+        for n in sizes:
+            logp, grad = on_jax(xs[:n])
+            np.testing.assert_allclose(logp, expected[0][:n], rtol=1e-9)
+            np.testing.assert_allclose(grad, expected[1][:n], rtol=1e-7)
+        assert rows_fn.fn._cache_size() == shapes  # 40 and 70 rows: one shape; few: one more
 
 
 def test_runtime_backend_sets_the_cached_function_and_keeps_runs_in_process():
