@@ -114,7 +114,7 @@ def test_batched_logp_matches_default_backend(name):
     np.testing.assert_allclose(chunked[1], grad_jax, rtol=1e-7)
 
 
-def test_heavy_rows_compile_one_shape_and_fit_the_budget():
+def test_heavy_rows_compile_two_shapes_and_fit_the_budget():
     """A density over a large data vector (here 40 000 rows, ~10 intermediates of that size
     a row): calls of any size run as calls of ``JAX_MIN_ROWS`` rows, in batches that fit
     ``ROW_BUDGET``, those of at most ``SMALL_CALL_ROWS`` rows as calls of that many, and
