@@ -217,7 +217,7 @@ def laplace_first(
     -------
     base : Mode or None
         ``kind "laplace"``, ``log_zeta`` its importance-sampling evidence and ``stats`` its
-        statistics (``info`` the search's record); None when a check fails.
+        statistics; None when a check fails.
     found : tuple
         ``(modes, search)`` of the search, for
         :func:`~pymc_evidence.basefit.modes.add_missed_modes` (``found=``) after a full fit.
@@ -242,4 +242,4 @@ def laplace_first(
     ):
         return None, found
     laplace = mode.stats.updated(laplace_mass=float(modes[0].log_zeta))
-    return mode.with_values(stats=laplace, info={**mode.info, **search}), found
+    return mode.with_values(stats=laplace), found

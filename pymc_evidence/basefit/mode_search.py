@@ -9,6 +9,8 @@ basins none has reached yet (:func:`unseen_share`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..base.mixture import MixtureBase
@@ -26,6 +28,7 @@ __all__ = [
     "ONE_BUMP_STARTS",
     "SMALL_DIM",
     "WARN_UNSEEN",
+    "ModeSearch",
     "keep_searching",
     "mode_starts",
     "search_modes",
@@ -54,6 +57,31 @@ WARN_UNSEEN = 0.05
 #: each of its line search's steps (the 32 starts were most of a crossed 300-county
 #: model's base fit; measured in :doc:`/performance`).
 ONE_BUMP_STARTS = 4
+
+
+@dataclass(frozen=True)
+class ModeSearch:
+    """What one run of :func:`search_modes` saw.
+
+    Attributes
+    ----------
+    n_prior_starts : int
+        The prior draws its ascents started from (0 where none were drawn).
+    n_modes_found : int
+        The distinct modes it kept.
+    unseen_share : float
+        The share of the prior's mass in basins no prior start reached, at the end
+        (:func:`unseen_share`).
+
+    Examples
+    --------
+    >>> ModeSearch(32, 1, 0.0).unseen_share
+    0.0
+    """
+
+    n_prior_starts: int = 0
+    n_modes_found: int = 0
+    unseen_share: float = 0.0
 
 
 def mode_starts(space: ModelSpace, base) -> np.ndarray:
@@ -136,8 +164,8 @@ def search_modes(
     -------
     modes : list of Mode
         Largest mass first.
-    info : dict
-        ``n_prior_starts``, ``n_modes_found`` and ``unseen_share`` (at the end).
+    search : ModeSearch
+        The starts drawn, the modes kept and the unseen share at the end.
     """
     kept: list[Mode] = []
     fixed = mode_starts(space, base)
@@ -160,17 +188,17 @@ def search_modes(
         hits.extend(batch)
         share = unseen_share(hits)
         n = min(len(hits), cap - len(hits)) if keep_searching(hits, batch, known) else 0
-    info = {"n_prior_starts": len(hits), "n_modes_found": len(kept), "unseen_share": share}
-    return sorted(kept, key=lambda m: -m.log_zeta), info
+    search = ModeSearch(len(hits), len(kept), float(share))
+    return sorted(kept, key=lambda m: -m.log_zeta), search
 
 
-def warn_unseen(search: dict) -> None:
+def warn_unseen(search: ModeSearch) -> None:
     """A :class:`BaseFitWarning` when the search ended still finding new basins."""
-    share = search.get("unseen_share", 0.0)
+    share = search.unseen_share
     if share > WARN_UNSEEN:
         warn_user(
-            f"the mode search climbed to {search['n_modes_found']} distinct modes from "
-            f"{search['n_prior_starts']} prior draws and was still finding new ones: about "
+            f"the mode search climbed to {search.n_modes_found} distinct modes from "
+            f"{search.n_prior_starts} prior draws and was still finding new ones: about "
             f"{share:.0%} of the prior's mass lies in basins it never reached. Modes there are "
             "missing from the base, and an estimate started from it can miss their evidence "
             "without its se showing it. Cross-check with base='prior' (method='smc').",

@@ -43,7 +43,7 @@ from ..runtime.space import ModelSpace
 from .advi import BaseFitError, evaluate_bases
 from .evaluation import with_stats
 from .laplace import Mode, ascend_into, find_modes
-from .mode_search import mode_starts, search_modes, warn_unseen
+from .mode_search import ModeSearch, mode_starts, search_modes, warn_unseen
 from .widen import widest_better
 
 __all__ = [
@@ -200,7 +200,7 @@ def _search(base, space, density, rng, starts, found, bar):
         return sorted(kept, key=lambda m: -m.log_zeta), found[1]
     if starts is None:
         return search_modes(space, base, density, rng, callback=bar)
-    return find_modes(space, starts, density=density, callback=bar), {}
+    return find_modes(space, starts, density=density, callback=bar), ModeSearch()
 
 
 def add_missed_modes(

@@ -33,6 +33,7 @@ from ..runtime.space import ModelSpace
 from .advi import BaseFitError, batched_logp
 from .advi_fits import ELBO_SE_MAX, combined, fit_restarts
 from .laplace_first import laplace_first
+from .mode_search import ModeSearch
 from .modes import laplace_if_better, search_missed, with_missed_modes
 from .plan import LOCAL_RESTARTS, BasePlan
 from .recentre import recentred
@@ -97,8 +98,8 @@ class BaseFit:
         importance-sampling mass as ``log_zeta``).
     other : BaseDensity, optional
         The full-rank (or mean-field) alternative that was fitted and not kept.
-    search : dict
-        The record of the mode search run before the fit (empty where none ran).
+    search : ModeSearch, optional
+        The record of the mode search run before the fit (None where none ran).
 
     Examples
     --------
@@ -119,7 +120,7 @@ class BaseFit:
     merged: bool = False
     added_modes: tuple = ()
     other: object | None = None
-    search: dict | None = None
+    search: ModeSearch | None = None
 
     @classmethod
     def given(cls, base) -> BaseFit:

@@ -149,7 +149,7 @@ def missed_mode_masses(space, x, clusters, log_z: float, rng, log_f) -> MissedMo
     missed = [mode for mode in modes if not visited(mode, flat)]
     kept = credible_modes(missed, log_z, space, rng, n_eval=N_EVAL) if missed else []
     peaks = _high_peaks(log_f, _distinct(missed, kept), flat)
-    share = float(search["unseen_share"])
+    share = search.unseen_share
     if not kept:
         return MissedModes(np.empty(0), np.empty(0), len(peaks), share, peaks)
     log_mass, se = [], []

@@ -46,7 +46,14 @@ def _fixed(param, model: pm.Model, name: str, what: str) -> np.ndarray:
             f"{name!r}'s {what} depends on other random variables, so its support is not "
             "fixed and it cannot be summed out; give it a fixed value"
         )
-    return np.asarray(param.eval())
+    return _value(param)
+
+
+def _value(graph) -> np.ndarray:
+    """A graph of no inputs evaluated once by its ops' numpy code: ``.eval()`` would JIT
+    compile it, about a second each, and a chain of categorical variables asks for one
+    support each."""
+    return np.asarray(compile_fn([], graph, jit=False)())
 
 
 def finite_support(rv, model: pm.Model) -> np.ndarray:
@@ -63,7 +70,8 @@ def finite_support(rv, model: pm.Model) -> np.ndarray:
     if op == "BernoulliRV":
         return np.array([0, 1])
     if op == "CategoricalRV":
-        return np.arange(int(params[0].shape[-1].eval()))
+        size = params[0].type.shape[-1]  # known statically, or evaluated
+        return np.arange(int(_value(params[0].shape[-1]) if size is None else size))
     if op == "DiscreteUniformRV":
         low, high = (_fixed(p, model, rv.name, "bounds") for p in params[:2])
         return np.arange(int(np.min(low)), int(np.max(high)) + 1)

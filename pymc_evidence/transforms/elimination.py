@@ -74,6 +74,9 @@ class Eliminated:
     values: dict
     tables: tuple
     steps: tuple
+    #: Posterior draws whose tables are computed at once, compiled as the batched density
+    #: is (evaluated by numpy, a chain's tables cost seconds per thousand draws).
+    draw_chunk = 1024
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Discrete draws ``name -> (n, *shape)`` given each row's tables (``(n, *sizes)``

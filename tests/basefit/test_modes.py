@@ -171,14 +171,14 @@ def test_the_search_draws_starts_until_it_stops_finding_new_modes():
     found = {tuple(c) for c in cells}
     expected = {(i, j) for i in range(6) for j in range(6) if (i + j) % 2 == 0}
     assert found == expected
-    assert info["n_prior_starts"] > 32 and info["unseen_share"] <= 0.02
+    assert info.n_prior_starts > 32 and info.unseen_share <= 0.02
 
 
 def test_a_search_still_finding_modes_at_its_budget_warns(monkeypatch):
     from pymc_evidence.basefit.mode_search import warn_unseen
 
     _, info = _egg_box_search(monkeypatch, cap=32)
-    assert info["n_prior_starts"] == 32 and info["unseen_share"] > 0.05
+    assert info.n_prior_starts == 32 and info.unseen_share > 0.05
     with pytest.warns(pme.BaseFitWarning, match="still finding new ones"):
         warn_unseen(info)
 
@@ -205,11 +205,11 @@ def test_a_one_mode_posterior_gets_one_batch_of_starts():
     space = model_space(model)
     start = GaussianBase(np.zeros(3), np.eye(3), 0.0, "moments")
     modes, info = search_modes(space, start, batched_logp(space), np.random.default_rng(1))
-    assert len(modes) == 1 and info["n_prior_starts"] == N_PRIOR_STARTS
-    assert info["unseen_share"] == 0.0
+    assert len(modes) == 1 and info.n_prior_starts == N_PRIOR_STARTS
+    assert info.unseen_share == 0.0
     one, info = search_modes(space, start, batched_logp(space), np.random.default_rng(1),
                              one_bump=True)  # fmt: skip
-    assert info["n_prior_starts"] == ONE_BUMP_STARTS
+    assert info.n_prior_starts == ONE_BUMP_STARTS
     assert len(one) == 1 and np.allclose(one[0].mean, modes[0].mean, atol=1e-6)
 
 

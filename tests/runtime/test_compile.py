@@ -44,7 +44,7 @@ CASES = {
     "rais": {**_NUTS, "n_particles": 32, "n_stages": 20},
     "lis": {**_NUTS, "n_particles": 16, "n_stages": 5},
 }
-FAST = ("smc", "ct", "bridge")
+FAST = ("smc", "ct")
 
 
 def _estimate(method: str, compiledir) -> list[str]:

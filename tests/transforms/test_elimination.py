@@ -90,7 +90,7 @@ def test_the_chain_is_summed_by_elimination_exactly():
     summed = sum_out_discrete(hidden_markov_chain())
     assert isinstance(summed, Eliminated) and len(summed.names) == T
     assert max(len(step.scope) for step in summed.steps) == 2
-    logp = summed.model.compile_logp()
+    logp = summed.model.compile_logp(mode="JAX")
     for sigma in (0.5, 0.8, 2.3):
         value = logp({"sigma_log__": np.log(sigma)})
         exact = _forward_backward(sigma)[0] + stats.halfnorm(scale=2.0).logpdf(sigma)

@@ -92,7 +92,8 @@ def test_poisson_matrix_effect_converges_to_brute_force():
         pm.Poisson("y", pt.exp(mu + eff[g, 0] + (beta + eff[g, 1]) * x), observed=y)
     out = integrate_group_effects(model)
     assert out is not None and out.names == ("z",)
-    total = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials)
+    total = out.model.compile_logp(vars=out.model.observed_RVs + out.model.potentials,
+                                   mode="JAX")  # fmt: skip
     t = np.linspace(-7, 7, 401)
     a, b = np.meshgrid(t, t, indexing="ij")
     e0, e1 = CHOL[0, 0] * a, CHOL[1, 0] * a + CHOL[1, 1] * b

@@ -56,7 +56,7 @@ def _truth(system, mu, tau_s, tau_c) -> float:
 def _likelihood(model):
     """The integrated model's likelihood (observed terms and potentials) at ``(mu, tau_s,
     tau_c)``."""
-    total = model.compile_logp(vars=model.observed_RVs + model.potentials)
+    total = model.compile_logp(vars=model.observed_RVs + model.potentials, mode="JAX")
 
     def at(mu, tau_s, tau_c):
         return float(total({"mu": mu, "tau_s_log__": np.log(tau_s), "tau_c_log__": np.log(tau_c)}))
@@ -75,7 +75,7 @@ def test_integral_converges_to_the_trapezoids(kind):
     rule = NestedRule(20, 15, 12, 21)
     total = pt.sum(state_integrals(ops, rule, joint_mode(ops, rule.steps)[:2]))
     values = [model.rvs_to_values[model[name]] for name in ("mu", "tau_s", "tau_c")]
-    fn = pytensor.function(values, total, on_unused_input="ignore")
+    fn = pytensor.function(values, total, on_unused_input="ignore", mode="JAX")
     for mu, tau_s, tau_c in POINTS:
         got = float(fn(mu, np.log(tau_s), np.log(tau_c)))
         assert abs(got - _truth(system, mu, tau_s, tau_c)) < 1e-5, (mu, tau_s, tau_c)
@@ -127,7 +127,7 @@ def test_draws_follow_the_states_conditional():
     out = integrate_group_effects(system.model)
     z = pt.vector("z", shape=(out.proposal_size,))
     values = out.model.value_vars
-    fn = pytensor.function([*values, z], out.tables_of(z), on_unused_input="ignore")
+    fn = pytensor.function([*values, z], out.tables_of(z), on_unused_input="ignore", mode="JAX")
     mu, tau_s, tau_c = POINTS[0]
     rng = np.random.default_rng(5)
     point = {"mu": mu, "tau_s_log__": np.log(tau_s), "tau_c_log__": np.log(tau_c)}
