@@ -3,7 +3,8 @@
 The accuracy rule lives in ``_accuracy.py`` (importable as ``from tests._accuracy import
 assert_log_z`` from every folder: ``tests`` is a package); the fixture below hands the
 same function to tests that prefer fixtures. ``dask_executor`` is a local Dask cluster's
-executor, one per test module.
+executor, one per test module. The notebook runs are collected first (see
+:func:`pytest_collection_modifyitems`).
 """
 
 import logging
@@ -11,6 +12,13 @@ import logging
 import pytest
 
 from tests._accuracy import assert_log_z as _assert_log_z
+
+
+def pytest_collection_modifyitems(config, items):
+    """The notebook runs first, otherwise in collection order: each takes minutes, and
+    collected last (``test_notebooks.py`` sorts late) they left one worker of
+    ``pytest -n 2`` running them alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("notebooks") is None)
 
 
 @pytest.fixture
