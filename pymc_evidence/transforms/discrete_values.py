@@ -21,6 +21,7 @@ __all__ = [
     "dependent_terms",
     "draw_index",
     "finite_support",
+    "independence_chain",
     "joint_values",
     "log_value_count",
     "model_terms",
@@ -205,3 +206,25 @@ def draw_index(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cdf = np.cumsum(w / w.sum(axis=1, keepdims=True), axis=1)
     u = rng.uniform(size=(n, 1, w.shape[2]))
     return np.minimum((cdf < u).sum(axis=1), k - 1)
+
+
+def independence_chain(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The last states ``(n, m)`` of independence Metropolis chains through ``K`` proposals,
+    from the first, given each proposal's log weight ``(n, K, m)`` (target over proposal
+    density; a NaN weight counts as zero).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_w = np.log([[[1.0], [0.0], [1.0]]])  # the middle proposal has no weight
+    >>> int(independence_chain(log_w, np.random.default_rng(0))[0, 0]) in (0, 2)
+    True
+    """
+    log_w = np.where(np.isnan(log_w), -np.inf, log_w)
+    state = np.zeros((log_w.shape[0], log_w.shape[2]), dtype=int)
+    for t in range(1, log_w.shape[1]):
+        current = np.take_along_axis(log_w, state[:, None], axis=1)[:, 0]
+        with np.errstate(invalid="ignore"):  # -inf - -inf: never accepted
+            accept = np.log(rng.uniform(size=state.shape)) < log_w[:, t] - current
+        state = np.where(accept, t, state)
+    return state

@@ -39,7 +39,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
-from .discrete_values import to_new_values
+from .discrete_values import independence_chain, to_new_values
 from .group_nested_levels import (
     NestedOps,
     NestedRule,
@@ -122,19 +122,6 @@ def choose_nested_rule(model, terms) -> NestedRule:
     return NestedRule(outer.steps, outer.nodes, inner.steps, inner.nodes)
 
 
-def _chain(log_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The last state ``(n, m)`` of independence Metropolis chains through the proposals of
-    log weights ``log_w`` (``(n, P, m)``: target over proposal density), from the first."""
-    log_w = np.where(np.isnan(log_w), -np.inf, log_w)
-    state = np.zeros((log_w.shape[0], log_w.shape[2]), dtype=int)
-    for t in range(1, log_w.shape[1]):
-        current = np.take_along_axis(log_w, state[:, None], axis=1)[:, 0]
-        with np.errstate(invalid="ignore"):
-            accept = np.log(rng.uniform(size=state.shape)) < log_w[:, t] - current
-        state = np.where(accept, t, state)
-    return state
-
-
 @dataclass(frozen=True)
 class GroupNestedQuadratureOut:
     """A model with nested group effects of a non-Gaussian likelihood integrated out, and
@@ -180,13 +167,13 @@ class GroupNestedQuadratureOut:
         """Draws of both effects, one per row of the tables: the state's chain, then each
         county's at the state's proposal drawn."""
         b_p, log_wb, a_p, log_wa = (np.asarray(t, dtype=float) for t in tables[:4])
-        pick = _chain(log_wb, rng)
+        pick = independence_chain(log_wb, rng)
         b = np.take_along_axis(b_p, pick[:, None], axis=1)[:, 0]
         at = np.broadcast_to(
             pick[:, self.parent][:, None, None, :], a_p.shape[:2] + (1, a_p.shape[3])
         )
         a_c, w_c = (np.take_along_axis(v, at, axis=2)[:, :, 0] for v in (a_p, log_wa))
-        a = np.take_along_axis(a_c, _chain(w_c, rng)[:, None], axis=1)[:, 0]
+        a = np.take_along_axis(a_c, independence_chain(w_c, rng)[:, None], axis=1)[:, 0]
         if len(tables) == 6:  # a centred on b: a = a' + r + k b[parent]
             a = a + tables[4] + tables[5] * b[:, self.parent]
         return dict(zip(self.names, (a, b), strict=True))

@@ -35,6 +35,7 @@ from pytensor.gradient import zero_grad
 from pytensor.graph.replace import graph_replace, vectorize_graph
 from scipy import special
 
+from .discrete_values import independence_chain
 from .group_quadrature import MAX_STEP, GroupRule, RowTerms
 
 __all__ = [
@@ -291,11 +292,7 @@ def pair_draws(tables: list, proposals, rng: np.random.Generator) -> tuple:
     else:
         log_h = np.where(np.isnan(tables[5]), -np.inf, np.asarray(tables[5], dtype=float))
         log_w = log_h + 0.5 * np.sum(proposals**2, axis=2)  # the widened proposals' density
-        state = np.zeros(m1.shape, dtype=int)
-        for t in range(1, proposals.shape[1]):
-            current = np.take_along_axis(log_w, state[:, None], axis=1)[:, 0]
-            accept = np.log(rng.uniform(size=m1.shape)) < log_w[:, t] - current
-            state = np.where(accept, t, state)
+        state = independence_chain(log_w, rng)
         index = state[:, None, None, :].repeat(2, axis=2)
         z = WIDTH * np.moveaxis(np.take_along_axis(proposals, index, axis=1)[:, 0], 1, 0)
     return m1 + l11 * z[0], m2 + l21 * z[0] + l22 * z[1]
