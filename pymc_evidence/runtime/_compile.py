@@ -42,6 +42,7 @@ __all__ = [
     "BACKENDS",
     "compile_fn",
     "compile_rows",
+    "evaluate",
     "GROUP_INDEX",
     "no_jit_mode",
     "rows_of",
@@ -76,6 +77,19 @@ def compile_fn(inputs, outputs, *, jit: bool = True, **kwargs):
     kwargs.setdefault("mode", no_jit_mode())
     with pytensor.config.change_flags(cxx=""):  # inner graphs (rewrites make some) too
         return _pymc_compile(inputs, outputs, **kwargs)
+
+
+def evaluate(graph) -> np.ndarray:
+    """The value of a graph of no inputs (a shape, a fixed parameter), by its ops' numpy
+    code: ``graph.eval()`` JIT-compiles it, about a second each on a fresh process.
+
+    Examples
+    --------
+    >>> import pytensor.tensor as pt
+    >>> evaluate(pt.zeros((2, 3)).shape)
+    array([2, 3])
+    """
+    return np.asarray(compile_fn([], graph, jit=False)())
 
 
 def _is_jax_mode(mode) -> bool:

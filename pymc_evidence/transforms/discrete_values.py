@@ -13,7 +13,7 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from ..hygiene import ModelHygieneError
-from ..runtime._compile import compile_fn
+from ..runtime._compile import compile_fn, evaluate
 from ..runtime.runtime import model_space
 
 __all__ = [
@@ -47,14 +47,7 @@ def _fixed(param, model: pm.Model, name: str, what: str) -> np.ndarray:
             f"{name!r}'s {what} depends on other random variables, so its support is not "
             "fixed and it cannot be summed out; give it a fixed value"
         )
-    return _value(param)
-
-
-def _value(graph) -> np.ndarray:
-    """A graph of no inputs evaluated once by its ops' numpy code: ``.eval()`` would JIT
-    compile it, about a second each, and a chain of categorical variables asks for one
-    support each."""
-    return np.asarray(compile_fn([], graph, jit=False)())
+    return evaluate(param)
 
 
 def finite_support(rv, model: pm.Model) -> np.ndarray:
@@ -72,7 +65,7 @@ def finite_support(rv, model: pm.Model) -> np.ndarray:
         return np.array([0, 1])
     if op == "CategoricalRV":
         size = params[0].type.shape[-1]  # known statically, or evaluated
-        return np.arange(int(_value(params[0].shape[-1]) if size is None else size))
+        return np.arange(int(evaluate(params[0].shape[-1]) if size is None else size))
     if op == "DiscreteUniformRV":
         low, high = (_fixed(p, model, rv.name, "bounds") for p in params[:2])
         return np.arange(int(np.min(low)), int(np.max(high)) + 1)

@@ -21,6 +21,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.basic import NormalRV
 
+from ..runtime._compile import evaluate
 from ..runtime.simplify import simplify_logp
 from .gaussian_latent import dependents, static_size
 from .group_quadrature import RowTerms
@@ -144,7 +145,7 @@ def shape_of(var) -> tuple | None:
     if all(s is not None for s in var.type.shape):
         return tuple(int(s) for s in var.type.shape)
     try:
-        return tuple(int(s) for s in var.shape.eval())
+        return tuple(int(s) for s in evaluate(var.shape))
     except Exception:  # a shape that depends on other inputs
         return None
 
@@ -154,7 +155,7 @@ def length(var) -> int:
     if static_size(var):
         return static_size(var)
     try:
-        return int(np.prod(var.shape.eval(), dtype=int))
+        return int(np.prod(evaluate(var.shape), dtype=int))
     except Exception:  # a shape that depends on other inputs
         return 0
 
