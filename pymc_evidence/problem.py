@@ -31,11 +31,11 @@ from .runtime import runtime_of
 from .runtime.batched_logp import batched_logp
 from .runtime.space import ModelSpace, in_chunks
 from .transforms.discrete_values import stale_deterministics
-from .transforms.gaussian_latent import GaussianOut
 from .transforms.group_effects import GroupEffectsOut
 from .transforms.group_nested import GroupNestedOut
 from .transforms.group_nested_quadrature import GroupNestedQuadratureOut
 from .transforms.group_pair_effects import GroupPairOut
+from .transforms.integrated import IntegratedOut
 from .transforms.prepared import Summed, reparametrized, summed_out
 from .transforms.reparam import centred_scales, reparam_info
 
@@ -51,7 +51,6 @@ FITS = (None, "base", "tempering")
 #: What :func:`~pymc_evidence.transforms.prepared.summed_out` integrates (the rest it sums):
 #: group effects, and Gaussian latents.
 _GROUPS = (GroupEffectsOut, GroupPairOut, GroupNestedOut, GroupNestedQuadratureOut)
-_INTEGRATED = (GaussianOut, *_GROUPS)
 #: Rows per call of the batched log density in :meth:`EvidenceProblem.log_f`.
 CHUNK = 2048
 
@@ -203,7 +202,7 @@ class EvidenceProblem:
             raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
         auto = reparam == "auto" and (base is None or isinstance(base, str))
         summed = summed_out(source, integrate=auto)
-        discrete = summed is not None and not isinstance(summed, _INTEGRATED)
+        discrete = summed is not None and not isinstance(summed, IntegratedOut)
         check_model(source, potentials=potentials, discrete=discrete)
         model = source if summed is None else summed.model
         if summed is not None:
@@ -230,7 +229,7 @@ class EvidenceProblem:
     @property
     def integrated(self) -> tuple[str, ...]:
         """Names of the Gaussian latents or group effects integrated out of the model."""
-        return self.summed.names if isinstance(self.summed, _INTEGRATED) else ()
+        return self.summed.names if isinstance(self.summed, IntegratedOut) else ()
 
     @property
     def hyperparameters_only(self) -> bool:

@@ -40,6 +40,7 @@ from pytensor.tensor.random.basic import NormalRV
 
 from ..compat import linalg_op
 from .discrete_values import to_new_values
+from .integrated import IntegratedOut
 
 __all__ = [
     "MAX_COST",
@@ -62,7 +63,7 @@ MAX_ROWS = 4096
 
 
 @dataclass(frozen=True)
-class GaussianOut:
+class GaussianOut(IntegratedOut):
     """A model with a Gaussian latent vector integrated out, and how to draw it back.
 
     Attributes
@@ -78,16 +79,6 @@ class GaussianOut:
         On ``model``'s value variables: ``A (ny, nv)``, ``y - b (ny,)``, the latent's prior
         mean and precision ``(nv,)`` and the likelihood's precision ``(ny,)``.
     """
-
-    model: pm.Model
-    names: tuple
-    shapes: tuple
-    moments: tuple
-
-    @property
-    def tables(self) -> tuple:
-        """The graphs :meth:`draw` needs at each posterior draw."""
-        return self.moments
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Draws of the latent from ``N(m, P^-1)``, ``P = diag(p_v) + A^T diag(p_y) A``,

@@ -72,6 +72,7 @@ from .group_rule import (
     select_rule,
     without_effects,
 )
+from .integrated import IntegratedOut
 
 __all__ = [
     "GRID", "MIN_GROUPS", "MIN_NESTED_OUTER", "NODE_TOLERANCE", "GroupEffectsOut",
@@ -99,7 +100,7 @@ DRAW_BLOCK = 8
 
 
 @dataclass(frozen=True)
-class GroupEffectsOut:
+class GroupEffectsOut(IntegratedOut):
     """A model with a group effect integrated out, and how to draw it back.
 
     Attributes
@@ -119,18 +120,9 @@ class GroupEffectsOut:
         The Newton steps and Gauss-Hermite nodes chosen.
     """
 
-    model: pm.Model
-    names: tuple
-    shapes: tuple
-    moments: tuple
     rule: GroupRule
     #: Posterior draws whose tables are computed at once (batched: data-sized tables).
     draw_chunk = 256
-
-    @property
-    def tables(self) -> tuple:
-        """The graphs :meth:`draw` needs at each posterior draw."""
-        return self.moments
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Draws of the effect from each group's conditional, one per row of the tables."""

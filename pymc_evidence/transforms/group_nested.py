@@ -52,6 +52,7 @@ from .group_rows import (
     shape_of,
 )
 from .group_rule import without_effects
+from .integrated import IntegratedOut
 
 __all__ = ["GroupNestedOut", "NestedTerms", "find_nested", "integrate_nested"]
 
@@ -264,7 +265,7 @@ def nested_log_marginal(terms: NestedTerms):
 
 
 @dataclass(frozen=True)
-class GroupNestedOut:
+class GroupNestedOut(IntegratedOut):
     """A model with nested group effects integrated out, and how to draw them back.
 
     Attributes
@@ -286,19 +287,10 @@ class GroupNestedOut:
         One Newton step, one node: exact for these rows.
     """
 
-    model: pm.Model
-    names: tuple
-    shapes: tuple
-    moments: tuple
     parent: np.ndarray
     rule: GroupRule = GroupRule(steps=1, nodes=1)
     #: Posterior draws whose tables are computed at once.
     draw_chunk = 256
-
-    @property
-    def tables(self) -> tuple:
-        """The graphs :meth:`draw` needs at each posterior draw."""
-        return self.moments
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Exact draws of both effects from their conditional given the hyperparameters,

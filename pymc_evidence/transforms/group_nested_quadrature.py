@@ -51,6 +51,7 @@ from .group_nested_levels import (
 )
 from .group_rows import shape_of
 from .group_rule import MAX_STEPS, prior_of, rule_points, select_rule, without_effects
+from .integrated import IntegratedOut
 
 __all__ = [
     "GroupNestedQuadratureOut", "choose_nested_rule", "integrate_nested_quadrature",
@@ -123,7 +124,7 @@ def choose_nested_rule(model, terms) -> NestedRule:
 
 
 @dataclass(frozen=True)
-class GroupNestedQuadratureOut:
+class GroupNestedQuadratureOut(IntegratedOut):
     """A model with nested group effects of a non-Gaussian likelihood integrated out, and
     how to draw them back.
 
@@ -147,21 +148,12 @@ class GroupNestedQuadratureOut:
         the inner effect's shift ``(r, k)`` where it is centred on the outer).
     """
 
-    model: object
-    names: tuple
-    shapes: tuple
-    moments: tuple
     parent: np.ndarray
     rule: NestedRule
     proposal_size: int
     tables_of: object
     #: Posterior draws whose tables are computed at once (each ``2 P² J`` values).
     draw_chunk = 32
-
-    @property
-    def tables(self) -> tuple:
-        """No tables without proposals."""
-        return self.moments
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Draws of both effects, one per row of the tables: the state's chain, then each

@@ -30,12 +30,13 @@ from .group_pairs import (
 from .group_quadrature import GroupRule, RowTerms
 from .group_rows import constant_in, effect_rows, shape_of
 from .group_rule import MAX_STEPS, rule_points, select_rule, without_effects
+from .integrated import IntegratedOut
 
 __all__ = ["GroupPairOut", "find_pair", "integrate_pair", "pair_terms"]
 
 
 @dataclass(frozen=True)
-class GroupPairOut:
+class GroupPairOut(IntegratedOut):
     """A model with two effects of one grouping integrated out, and how to draw them back.
 
     Attributes
@@ -62,21 +63,12 @@ class GroupPairOut:
         vector effects.
     """
 
-    model: pm.Model
-    names: tuple
-    shapes: tuple
-    moments: tuple
     rule: GroupRule
     proposal_size: int
     tables_of: object
     back: object = None
     #: Posterior draws whose tables are computed at once.
     draw_chunk = 256
-
-    @property
-    def tables(self) -> tuple:
-        """The graphs :meth:`draw` needs at each posterior draw (Gaussian effects)."""
-        return self.moments
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
         """Draws of both effects, one per row of the tables (:func:`.group_pairs.pair_draws`;

@@ -15,11 +15,10 @@ from __future__ import annotations
 import pymc as pm
 
 from ..runtime.runtime import fingerprint, runtime_of
-from .gaussian_latent import GaussianOut, integrate_gaussian_latent
-from .group_effects import GroupEffectsOut, integrate_group_effects
-from .group_nested import GroupNestedOut
-from .group_nested_quadrature import GroupNestedQuadratureOut
-from .group_pair_effects import GroupPairOut
+from .elimination import Eliminated
+from .gaussian_latent import integrate_gaussian_latent
+from .group_effects import integrate_group_effects
+from .integrated import IntegratedOut
 from .marginal import SummedOut, sum_out_discrete
 from .reparam import reparametrize
 
@@ -27,10 +26,7 @@ __all__ = ["Summed", "fingerprint", "reparametrized", "summed_out"]
 
 #: What :func:`summed_out` returns: a model with variables summed or integrated out, and
 #: how to draw them back.
-Summed = (
-    SummedOut | GaussianOut | GroupEffectsOut | GroupPairOut | GroupNestedOut
-    | GroupNestedQuadratureOut
-)  # fmt: skip
+Summed = SummedOut | Eliminated | IntegratedOut
 
 
 def reparametrized(source: pm.Model) -> pm.Model:
