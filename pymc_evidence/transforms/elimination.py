@@ -74,8 +74,8 @@ class Eliminated:
     values: dict
     tables: tuple
     steps: tuple
-    #: Posterior draws whose tables are computed at once, compiled as the batched density
-    #: is (evaluated by numpy, a chain's tables cost seconds per thousand draws).
+    #: Posterior draws whose tables are computed at once, on the batched density's backend
+    #: (run by numpy's ops instead, a chain's tables cost seconds per thousand draws).
     draw_chunk = 1024
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
