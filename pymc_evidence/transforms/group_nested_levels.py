@@ -168,11 +168,11 @@ def state_integrals(ops: NestedOps, rule: NestedRule, mode, sizes=None):
     return xp.log(np.sqrt(2.0) * scale) + ops.logsumexp(log_g)
 
 
-def draw_tables(ops: NestedOps, rule: NestedRule, mode, z_b, z_a) -> list:
+def draw_tables(ops: NestedOps, rule: NestedRule, mode, z_b, log_u, z_a) -> list:
     """What the draws need given standard normals ``z_b`` (``(P, K)``) and ``z_a`` (``(P,
-    P, J)``): the state proposals and their log weights (``(P, K)``), and at each state
-    proposal the county proposals and their log weights (``(P, P, J)``, the county's
-    proposals first)."""
+    J)``) and ``P - 1`` log uniforms ``log_u`` (each ``(K,)``): the states drawn (``(K,)``, by
+    :func:`_state_chain` through ``P`` proposals), and at them the county proposals and
+    their log weights (``(P, J)``)."""
     xp, (ma, sa), (mb, sb) = ops.xp, ops.prior_a, ops.prior_b
     off_a, off_b = mode
     _, _, h_a, cross, schur = arrow(ops, off_a, off_b)
@@ -181,10 +181,33 @@ def draw_tables(ops: NestedOps, rule: NestedRule, mode, z_b, z_a) -> list:
     off, h = _inner(ops, mb + dev_b, start, rule.inner_steps)
     log_f = _log_f(ops, mb + dev_b, off, h, rule.inner_nodes)
     log_wb = ops.sum_parent(log_f) + _log_n(dev_b, sb, xp) + 0.5 * z_b**2
+    dev_b, off, h = _state_chain(ops, log_wb, log_u, dev_b, off, h)
     dev_a = off[None] + WIDTH * z_a / xp.sqrt(h)[None]
     rows = ops.rows(ops.gather_a(ma + dev_a), ops.gather_b(mb + dev_b)[None])
     log_wa = ops.sum_a(rows) + _log_n(dev_a, sa, xp) + 0.5 * z_a**2
-    return [mb + dev_b, log_wb, ma + dev_a, log_wa]
+    return [mb + dev_b, ma + dev_a, log_wa]
+
+
+def _state_chain(ops: NestedOps, log_w, log_u, dev_b, off, h):
+    """Each state's independence Metropolis chain through its ``P`` proposals ``dev_b``
+    (``(P, K)``) of log weights ``log_w`` (a NaN weight counts as zero), given ``P - 1`` log
+    uniforms ``log_u`` (each ``(K,)``): the state drawn, and its counties' conditional modes and
+    curvatures (``(P, J)`` ``off`` and ``h`` taken at it). As
+    :func:`.discrete_values.independence_chain`, written in the graph so that the
+    counties' proposals are made at the state drawn only, not at all ``P``."""
+    xp = ops.xp
+    log_w = xp.where(xp.isnan(log_w), -np.inf, log_w)
+    weight, picked = log_w[0], [dev_b[0], off[0], h[0]]
+    for t in range(1, len(log_u) + 1):
+        accept = log_u[t - 1] < log_w[t] - weight  # -inf - -inf is NaN: never accepted
+        weight = xp.where(accept, log_w[t], weight)
+        by_county = ops.gather_parent(accept)
+        picked = [
+            xp.where(accept, dev_b[t], picked[0]),
+            xp.where(by_county, off[t], picked[1]),
+            xp.where(by_county, h[t], picked[2]),
+        ]
+    return picked
 
 
 def graph_ops(terms) -> NestedOps:

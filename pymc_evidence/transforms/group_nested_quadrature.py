@@ -28,7 +28,8 @@ Posterior draws come from each state's conditional given the hyperparameters: th
 by an independence Metropolis chain through :data:`PROPOSALS` widened Laplace proposals
 weighted by ``N(b) ∏ F_c(b)`` (its marginal, by the inner rule), then each county, given
 the state drawn, by a chain through as many proposals around its conditional mode. Both
-chains are one-dimensional; they are exact as the proposals grow.
+chains are one-dimensional; they are exact as the proposals grow. The state's chain runs in
+the compiled graph, so that the counties' proposals are made at the state drawn only.
 """
 
 from __future__ import annotations
@@ -152,22 +153,17 @@ class GroupNestedQuadratureOut(IntegratedOut):
     rule: NestedRule
     proposal_size: int
     tables_of: object
-    #: Posterior draws whose tables are computed at once (each ``2 P² J`` values).
-    draw_chunk = 32
+    #: Posterior draws whose tables are computed at once (each ``2 P J`` values, and
+    #: the state chains' ``P`` proposals of every county's rows).
+    draw_chunk = 64
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
-        """Draws of both effects, one per row of the tables: the state's chain, then each
-        county's at the state's proposal drawn."""
-        b_p, log_wb, a_p, log_wa = (np.asarray(t, dtype=float) for t in tables[:4])
-        pick = independence_chain(log_wb, rng)
-        b = np.take_along_axis(b_p, pick[:, None], axis=1)[:, 0]
-        at = np.broadcast_to(
-            pick[:, self.parent][:, None, None, :], a_p.shape[:2] + (1, a_p.shape[3])
-        )
-        a_c, w_c = (np.take_along_axis(v, at, axis=2)[:, :, 0] for v in (a_p, log_wa))
-        a = np.take_along_axis(a_c, independence_chain(w_c, rng)[:, None], axis=1)[:, 0]
-        if len(tables) == 6:  # a centred on b: a = a' + r + k b[parent]
-            a = a + tables[4] + tables[5] * b[:, self.parent]
+        """Draws of both effects, one per row of the tables: the states drawn in the
+        graph, then each county's chain at its state."""
+        b, a_p, log_wa = (np.asarray(t, dtype=float) for t in tables[:3])
+        a = np.take_along_axis(a_p, independence_chain(log_wa, rng)[:, None], axis=1)[:, 0]
+        if len(tables) == 5:  # a centred on b: a = a' + r + k b[parent]
+            a = a + tables[3] + tables[4] * b[:, self.parent]
         return dict(zip(self.names, (a, b), strict=True))
 
 
@@ -200,14 +196,19 @@ def integrate_nested_quadrature(model, inner, outer, terms) -> GroupNestedQuadra
     n_b, n_a = terms.outer.n_groups, terms.inner.n_groups
 
     def tables_of(z):
-        z_b = z[: PROPOSALS * n_b].reshape((PROPOSALS, n_b))
-        z_a = z[PROPOSALS * n_b :].reshape((PROPOSALS, PROPOSALS, n_a))
+        ends = np.cumsum(sizes)
+        z_b = z[: ends[0]].reshape((PROPOSALS, n_b))
+        u_b = z[ends[0] : ends[1]].reshape((PROPOSALS - 1, n_b))
+        z_a = z[ends[1] :].reshape((PROPOSALS, n_a))
+        log_u = pt.log(0.5 * pt.erfc(-u_b / np.sqrt(2.0)))  # standard normals to uniforms
+        log_u = [log_u[t] for t in range(PROPOSALS - 1)]
         ops = graph_ops(terms)
         mode = joint_mode(ops, rule.steps)[:2]
-        graphs = [*draw_tables(ops, rule, mode, z_b, z_a), *terms.shift]
+        graphs = [*draw_tables(ops, rule, mode, z_b, log_u, z_a), *terms.shift]
         return to_new_values(model, new, graphs)
 
-    size = PROPOSALS * n_b + PROPOSALS**2 * n_a
+    sizes = [PROPOSALS * n_b, (PROPOSALS - 1) * n_b, PROPOSALS * n_a]
+    size = int(sum(sizes))
     names, shapes = (inner.name, outer.name), (shape_of(inner), shape_of(outer))
     return GroupNestedQuadratureOut(
         new, names, shapes, (), terms.outer.group, rule, size, tables_of

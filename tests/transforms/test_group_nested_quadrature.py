@@ -146,7 +146,28 @@ def test_draws_follow_the_states_conditional():
     b = draws["b"]
     assert np.all(np.abs(b.mean(0) - mean) < 4 * sd / np.sqrt(len(b)) + 0.01)
     assert np.all(np.abs(b.std(0) / sd - 1) < 0.1)
-    assert draws["a"].shape == (3000, 30) and np.isfinite(draws["a"]).all()
+    a = draws["a"]
+    assert a.shape == (3000, 30) and np.isfinite(a).all()
+    for c in range(6):  # county c lies in state c: its moments over both effects
+        mean_c, sd_c = _county_moments(d, c, states.x, p[:, c], tau_c)
+        assert abs(a[:, c].mean() - mean_c) < 4 * sd_c / np.sqrt(len(a)) + 0.01
+        assert abs(a[:, c].std() / sd_c - 1) < 0.1
+
+
+def _county_moments(data, c, x, p_x, tau_c):
+    """The mean and sd of the Poisson county ``c``'s effect given the hyperparameters, by
+    trapezoids: its moments given the state's level ``x`` (on a grid of the effect),
+    averaged over ``x``'s conditional weights ``p_x``."""
+    keep = p_x > 1e-12
+    x, p_x = x[keep], p_x[keep] / p_x[keep].sum()
+    y = data["y"][data["county"] == c].astype(float)
+    grid = np.linspace(-6 * tau_c, 6 * tau_c, 1201)
+    eta = x[:, None] + grid[None, :]
+    log_q = -0.5 * (grid / tau_c) ** 2 + y.sum() * eta - len(y) * np.exp(eta)
+    q = np.exp(log_q - log_q.max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    mean = p_x @ (q @ grid)
+    return mean, np.sqrt(p_x @ (q @ grid**2) - mean**2)
 
 
 @pytest.mark.parametrize("kind, three_level", [("poisson", False), ("bernoulli", True)])
