@@ -42,7 +42,7 @@ help:
 	@echo "make demo        run the radon model-comparison demo (creates .venv on first use)"
 	@echo "make test        ruff + fast tests in .venv (slow tests deselected by pyproject)"
 	@echo "make test-slow   only the slow statistical tests (pytest -m slow)"
-	@echo "make test-other  fast tests in .venv-other, the other PyMC major, notebooks excluded"
+	@echo "make test-other  fast tests in .venv-other, the other PyMC major, notebooks and heavy checks excluded"
 	@echo "make check       test + test-other (what CI runs)"
 	@echo "make check-install  wheel + fresh venvs, no extras: README quick start and netCDF round trip"
 	@echo "make lint        ruff check $(LINT_PATHS)"
@@ -87,7 +87,7 @@ test-other:
 	if [ $$rc -eq 10 ]; then echo "test-other: skipped (no Python for the other PyMC major)"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	echo "== pytest ($$($(PY_OTHER) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
-	$(PY_OTHER) -m pytest -m "not slow and not notebooks" $(XDIST) $(PYTEST_ARGS)
+	$(PY_OTHER) -m pytest -m "not slow and not notebooks and not heavy" $(XDIST) $(PYTEST_ARGS)
 
 check: test test-other
 

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytest
 from scipy import integrate, stats
 from scipy.special import gammaln, logsumexp
 
@@ -64,6 +65,7 @@ def test_a_known_noise_of_one_half_gives_the_exact_evidence():
     assert_log_z(pme.log_evidence(idata), truth, abs_tol=1e-6, label="known noise 0.5")
 
 
+@pytest.mark.heavy
 def test_poisson_random_intercepts_where_full_rank_advi_diverges():
     """Centred Poisson log-rates per group. At seed 1 every full-rank ADVI restart
     diverged after one draw far in a tail (ELBOs of -1e73 and below, one draw carrying each

@@ -58,6 +58,7 @@ def gp30():
     return latent_gp(30)
 
 
+@pytest.mark.heavy
 def test_auto_base_of_a_32d_latent_gp_is_the_full_rank_fit(gp30):
     """Seed 1: the full-rank fit's importance-sampling evidence is 0.6 nats below the truth,
     the mean-field fit's 2.1 (seed 2: 0.8 and 4.0). On the joint form (``reparam=None``:

@@ -354,6 +354,7 @@ def test_egg_box_modes_no_chain_visited_are_searched_for_until_none_is_new(seed)
     assert_log_z(est, case.log_z, abs_tol=0.05, label=f"egg-box, bridge, seed {seed}", se_max=0.05)
 
 
+@pytest.mark.heavy
 def test_a_funnels_neck_is_no_missed_region():
     """The centred radon intercepts (89 parameters, real data): an ascent climbs into the
     funnel's neck, higher than any draw, with no barrier on the way; that is no missed

@@ -20,7 +20,7 @@ def test_exact_log_z_at_defaults(name, method):
     check_method(fast_case(name), method)
 
 
-@pytest.mark.parametrize("method", ["ct", "gibbs_ct"])
+@pytest.mark.parametrize("method", [pytest.param("ct", marks=pytest.mark.heavy), "gibbs_ct"])
 def test_bimodal_with_prior_base(method):
     """Far-apart modes: the prior base (power-posterior path) sees both at beta = 0.
 
@@ -60,6 +60,7 @@ def test_bimodal_posterior_mass_split():
     assert abs(near_plus.mean() - exact) < 0.08, (near_plus.mean(), exact)
 
 
+@pytest.mark.heavy
 def test_regression_d50_joint():
     """Where pm.sample_smc drifts by about a nat, CT stays within its error bar."""
     check_method(tm.conjugate_regression(d=50), "ct")
@@ -126,7 +127,7 @@ def test_many_modes_are_refused_before_sampling():
             pme.sample_evidence(system.model, method=method, random_seed=1, progressbar=False)
 
 
-@pytest.mark.parametrize("method", ["ct", "st"])
+@pytest.mark.parametrize("method", [pytest.param("ct", marks=pytest.mark.heavy), "st"])
 def test_separated_modes_get_a_mixture_of_the_fits_as_tempering_base(method):
     """Two mirror-image modes: ADVI's distinct fits merged into one Gaussian over both made
     the tempering chains' answer depend on which mode they sat in (se 0.07-0.11 at seed 1,

@@ -254,6 +254,7 @@ def test_chain_spread_widens_the_se_when_the_chains_disagree():
     assert wide.se == pytest.approx(expected) and len(messages) == 1
 
 
+@pytest.mark.heavy
 def test_reverse_runs_from_chains_in_separate_shells_get_their_spread():
     """Two thin shells: NUTS chains split between them (four chains 3 : 1 gave rais
     -0.242 +- 0.076 at seed 1 before the chain jackknife), and the reverse runs' own spread

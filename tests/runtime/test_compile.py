@@ -57,10 +57,15 @@ def _estimate(method: str, compiledir) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(
-    "method",
-    [m if m in FAST else pytest.param(m, marks=pytest.mark.slow) for m in CASES],
-)
+def _marked(method: str):
+    """The default (``smc``) on both PyMC majors; the other fast case only on the primary
+    (``heavy``); the rest behind the slow mark."""
+    if method == "smc":
+        return method
+    return pytest.param(method, marks=pytest.mark.heavy if method in FAST else pytest.mark.slow)
+
+
+@pytest.mark.parametrize("method", [_marked(m) for m in CASES])
 def test_empty_and_warm_compile_cache_give_the_same_bits(method, tmp_path):
     empty = _estimate(method, tmp_path)
     warm = _estimate(method, tmp_path)  # every function now comes from the cache

@@ -76,7 +76,14 @@ _MODELS = {
 
 
 @pytest.mark.parametrize(
-    "name", ["regression", "beta_bernoulli", "outside_support", "correlated", "matrix_last"]
+    "name",
+    [
+        "regression",
+        "beta_bernoulli",
+        "outside_support",
+        pytest.param("correlated", marks=pytest.mark.heavy),
+        "matrix_last",
+    ],  # fmt: skip
 )
 def test_batched_logp_matches_default_backend(name):
     space = model_space(_MODELS[name]())
@@ -252,6 +259,7 @@ def test_auto_takes_the_default_linker_for_data_sized_gathers():
     assert batched_logp(model_space(small)).backend == "jax"
 
 
+@pytest.mark.heavy
 def test_auto_keeps_jax_for_an_integrated_hierarchy_that_also_gathers():
     """A crossed ``(1|county) + (1|year)`` model: the counties integrated, the years'
     effects gathered over every row; the integral's graph stays on JAX."""

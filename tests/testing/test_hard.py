@@ -302,6 +302,7 @@ def test_radon_integrand_matches_dense_gaussian(radon):
         assert float(radon_intercepts_log_lik(stats_c, a, s)) == pytest.approx(dense, abs=1e-8)
 
 
+@pytest.mark.heavy
 def test_radon_truth(radon):
     s_c, s_n = centred_radon_intercepts(), noncentred_radon_intercepts()
     assert s_c.log_z == s_n.log_z

@@ -518,6 +518,7 @@ def test_gaussian_shells_truth_by_importance_sampling():
     assert system.log_z == pytest.approx(truth, abs=2e-3)  # the draws' se is 3e-4
 
 
+@pytest.mark.heavy
 def test_bambi_random_intercept_truth_against_dense_covariance():
     """:func:`random_intercept_truth` (group blocks, Woodbury, composite rule with the
     ``tau`` axis closed at zero) against the dense covariance ``sigma² I + tau² Z Zᵀ + X S

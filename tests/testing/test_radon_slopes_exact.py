@@ -34,6 +34,7 @@ def _cov_parts(idx, x, k):
     return z @ z.T, w @ w.T, 100.0 * (1.0 + np.outer(x, x))
 
 
+@pytest.mark.heavy
 def test_log_lik_matches_dense_gaussian(radon):
     idx, x, y, k = radon["idx"], radon["x"], radon["y"], radon["k"]
     stats_c = county_stats(idx, x, y)
@@ -86,6 +87,7 @@ def test_log_z_matches_brute_force_small():
     assert radon_slopes_log_z(data) == pytest.approx(brute, abs=1e-5)
 
 
+@pytest.mark.heavy
 def test_log_z_stable_under_refinement(monkeypatch):
     """Tighter ``tol`` on finer grids (3 and 3.5 points per sd; the default stops at 2.5) over
     a wider box (faces 36 nats down, not 30) reproduces the default value."""

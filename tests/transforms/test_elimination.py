@@ -97,6 +97,7 @@ def test_the_chain_is_summed_by_elimination_exactly():
         assert value == pytest.approx(exact + np.log(sigma), abs=1e-6)
 
 
+@pytest.mark.heavy
 def test_smc_on_a_hidden_markov_chain():
     """Seed 1: the evidence within the bounds, and the states' draws follow their exact
     posterior marginals (4000 draws: an se of at most 0.008 each)."""

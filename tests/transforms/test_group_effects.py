@@ -85,6 +85,7 @@ def _quad_group(log_lik, mu, tau):
     return shift + np.log(integrate.quad(f, mu - 12 * tau, mu + 12 * tau, limit=200)[0])
 
 
+@pytest.mark.heavy
 def test_unequal_shuffled_groups_with_a_covariate_and_a_crossed_grouping():
     """Rows in random order, groups of 1-5 rows (one empty), a slope, and a second grouping
     of 4 levels: the 110-level effect is integrated, the 4-level one stays in the model."""
@@ -184,7 +185,7 @@ def test_default_evidence_of_a_glmm(kind):
     assert np.isfinite(post["b"].values).all()
 
 
-@pytest.mark.parametrize("centered", [True, False])
+@pytest.mark.parametrize("centered", [pytest.param(True, marks=pytest.mark.heavy), False])
 def test_default_evidence_of_crossed_intercepts(centered):
     """``(1|county) + (1|year)`` with a scale each: the counties are integrated, the years
     stay, and written centred they are made non-centred (their value variable, read by the
@@ -240,6 +241,7 @@ def test_rule_points_are_centred_on_the_mode_with_its_scales():
     np.testing.assert_allclose(plain[1], np.full(3, SPREAD))
 
 
+@pytest.mark.heavy
 def test_default_evidence_of_crossed_counts():
     """Poisson ``(1|county) + (1|year)``: the counties integrated out, the years' effects
     annealed with the hyperparameters; against a trapezoid per county and importance

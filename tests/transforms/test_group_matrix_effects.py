@@ -130,7 +130,10 @@ def test_conditional_draws_follow_each_groups_gaussian_posterior():
         np.testing.assert_allclose(np.cov(sample.T), k, rtol=0, atol=0.1 * np.max(np.diag(k)))
 
 
-@pytest.mark.parametrize("centered", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "centered",
+    [pytest.param(False, marks=pytest.mark.heavy), pytest.param(True, marks=pytest.mark.slow)],
+)
 def test_default_evidence_of_an_lkj_slope_hierarchy(centered):
     system = lkj_slope_hierarchy(J=120, rows=4, seed=2, centered=centered)
     with warnings.catch_warnings():

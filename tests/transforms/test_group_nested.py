@@ -164,7 +164,14 @@ def test_a_mean_that_mixes_states_is_not_nested():
     assert isinstance(out, GroupEffectsOut) and out.names == ("a",)
 
 
-@pytest.mark.parametrize("form", ["centred", "non-centred", "three levels"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "centred",
+        pytest.param("non-centred", marks=pytest.mark.heavy),
+        pytest.param("three levels", marks=pytest.mark.heavy),
+    ],
+)
 def test_default_evidence_of_nested_intercepts(form):
     """The truth: :func:`crossed_intercepts`' Woodbury algebra over the three scales (the
     three-level form has the same data covariance and ``mu``'s prior)."""

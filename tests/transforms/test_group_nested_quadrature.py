@@ -170,7 +170,10 @@ def _county_moments(data, c, x, p_x, tau_c):
     return mean, np.sqrt(p_x @ (q @ grid**2) - mean**2)
 
 
-@pytest.mark.parametrize("kind, three_level", [("poisson", False), ("bernoulli", True)])
+@pytest.mark.parametrize(
+    "kind, three_level",
+    [("poisson", False), pytest.param("bernoulli", True, marks=pytest.mark.heavy)],
+)
 def test_default_evidence_of_nested_counts(kind, three_level):
     """The default's log Z against the trapezoids' (nested quadrature over the three
     hyperparameters), and the effects drawn back."""

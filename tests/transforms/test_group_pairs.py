@@ -5,6 +5,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+import pytest
 from scipy import special, stats
 
 from pymc_evidence.testing.slopes import slope_hierarchy
@@ -29,6 +30,7 @@ def test_gaussian_pair_is_exact():
     assert np.all(np.isfinite(out.model.compile_dlogp()(point)))
 
 
+@pytest.mark.heavy
 def test_gaussian_pair_gradient_on_jax_matches_finite_differences():
     """The rank-one row Hessians' negative part: PyTensor's gradient of ``maximum`` at their
     zero eigenvalue was wrong on JAX (``∂/∂ log sa`` off by 0.15-2.8 at these points)."""
@@ -48,6 +50,7 @@ def test_gaussian_pair_gradient_on_jax_matches_finite_differences():
         np.testing.assert_allclose(grad, fd, rtol=0, atol=2e-3, err_msg=backend)
 
 
+@pytest.mark.heavy
 def test_poisson_pair_converges_to_brute_force():
     rng = np.random.default_rng(0)
     J, r, sa, sb = 100, 4, 0.5, 0.3

@@ -89,6 +89,7 @@ def test_change_point_default_is_exact_and_draws_the_switchpoint():
     np.testing.assert_allclose(post["rate"].values, expected)
 
 
+@pytest.mark.heavy
 def test_change_point_arm_starts_from_a_base_wide_enough():
     """The data barely show the switch: the posterior of the two log rates is a cross whose
     arms have a rate's exponential prior tail. The full-rank fit covers the middle (ESS 5 %
@@ -192,7 +193,7 @@ def test_indicators_that_reach_other_rows_are_refused():
         sum_out_discrete(model)
 
 
-@pytest.mark.parametrize("stepper", ["st", "gibbs_ct"])
+@pytest.mark.parametrize("stepper", [pytest.param("st", marks=pytest.mark.heavy), "gibbs_ct"])
 def test_tempering_steps_on_a_model_with_a_discrete_variable(stepper):
     """The step tempers the continuous model with the switchpoint summed out; PyMC's own
     Metropolis draws the switchpoint, and the trace reads as on a continuous model. A
@@ -294,6 +295,7 @@ def latent_class_log_z():
     return float(logsumexp(out))
 
 
+@pytest.mark.heavy
 def test_latent_class_with_rows_of_answers_is_summed_by_subject():
     model = latent_class()
     summed = sum_out_discrete(model)
