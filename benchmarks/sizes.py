@@ -31,8 +31,9 @@ Models (each with a log Z computed without pymc_evidence):
   ``J / 20`` states (:func:`pymc_evidence.testing.glmm_nested.nested_count_hierarchy`:
   trapezoid per county statistic and per state, Gauss-Legendre over the three
   hyperparameters);
-* ``cpoisson:J``: crossed random intercepts ``(1|county) + (1|year)`` of a Poisson
-  likelihood, ``J`` counties of 4 rows, each row in one of 10 years
+* ``cpoisson:J`` and ``cbernoulli:J``: crossed random intercepts ``(1|county) + (1|year)``
+  of a Poisson or Bernoulli-logit likelihood, ``J`` counties of 4 rows, each row in one of
+  10 years
   (:func:`pymc_evidence.testing.glmm_crossed.crossed_count_hierarchy`: a trapezoid per county,
   Gauss-Legendre over ``log tau_b`` and importance sampling over the rest at each node; minutes
   at a few hundred counties);
@@ -63,6 +64,7 @@ KINDS = (
     "npoisson",
     "nbernoulli",
     "cpoisson",
+    "cbernoulli",
     "logistic",
 )
 
@@ -110,10 +112,10 @@ def sized(name: str, truth: bool = True):
         system = nested_count_hierarchy(
             J=J, K=max(J // 20, 5), rows=4, kind=kind[1:], seed=1, exact=truth
         )
-    elif kind == "cpoisson":
+    elif kind in ("cpoisson", "cbernoulli"):
         from pymc_evidence.testing.glmm_crossed import crossed_count_hierarchy
 
-        system = crossed_count_hierarchy(J=J, T=10, rows=4, kind="poisson", seed=1, exact=truth)
+        system = crossed_count_hierarchy(J=J, T=10, rows=4, kind=kind[1:], seed=1, exact=truth)
     elif kind == "logistic":
         return logistic(J)
     else:
