@@ -153,8 +153,8 @@ class GroupNestedQuadratureOut(IntegratedOut):
     rule: NestedRule
     proposal_size: int
     tables_of: object
-    #: Posterior draws whose tables are computed at once (each ``2 P J`` values, and
-    #: the state chains' ``P`` proposals of every county's rows).
+    #: Posterior draws whose tables are computed at once (each ``2 P J + K`` values, from
+    #: every county's rows at the ``P`` state proposals and the inner nodes).
     draw_chunk = 64
 
     def draw(self, tables: list, rng: np.random.Generator) -> dict:
