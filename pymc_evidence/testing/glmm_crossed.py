@@ -14,11 +14,13 @@ each a one-dimensional integral, computed by the trapezoidal rule on a fixed gri
 :data:`INNER_POINTS` points over ``± 10 tau_a`` (checked against twice as many points at the
 mode). The years' effects are taken non-centred, ``b = tau_b z`` (in ``(log tau_b, b)``
 a few years' density has no mode: a funnel). ``log tau_b`` is integrated by Gauss-Legendre
-rules on a segment of ``± 8`` of its Laplace scales around its mode and one 30 below
-(its exponential left tail), and at each node the remaining ``T + 2`` dimensions by
-importance sampling from a multivariate t (5 degrees of freedom) around their Laplace
-approximation given ``tau_b``: the standard errors combine over the nodes. None of it
-shares code with the package's quadratures.
+rules on a segment of ``± 8`` sds around its marginal's mean and one 30 below (its
+exponential left tail); that mean and sd come from Laplace approximations given ``tau_b`` at
+a first set of nodes (the joint mode can sit far from the marginal's mass when the years
+are few). At each node the remaining ``T + 2`` dimensions are integrated by importance
+sampling from a multivariate t (5 degrees of freedom) around their Laplace approximation
+given ``tau_b``: the standard errors combine over the nodes. None of it shares code with the
+package's quadratures.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ __all__ = ["crossed_count_hierarchy", "crossed_glmm_log_z"]
 INNER_POINTS = 401
 #: Importance-sampling draws at each node of ``log tau_b``.
 IS_DRAWS = 1000
+#: The top of ``log tau_b``'s rule: the ``HalfNormal(1)`` prior's density at ``tau_b = 10`` is
+#: ``e^-50`` of its peak, and a ``tau_b`` that large leaves the years' Laplace fits singular.
+LOG_TAU_MAX = float(np.log(10.0))
 
 
 class _Counties:
@@ -128,6 +133,56 @@ def _given_tau_b(counties, log_tb, start, rng, draws):
     return (*_is_log_z(log_f, moved, draws)[:2], mode)
 
 
+def _legendre(segments, points: int):
+    """Gauss-Legendre nodes and log weights of ``points`` nodes on each ``(lo, hi)``."""
+    x, w = np.polynomial.legendre.leggauss(points)
+    nodes = np.concatenate([lo + (hi - lo) * (x + 1) / 2 for lo, hi in segments])
+    return nodes, np.log(np.concatenate([(hi - lo) * w / 2 for lo, hi in segments]))
+
+
+def _sweep(nodes, centre, sd, known, fit) -> list:
+    """``fit(v, start)`` (returning ``(log Z, se, mode)``) at every node, from the centre out
+    so that each fit starts from its neighbour's mode (within 8 ``sd``); in the nodes' order."""
+    found = {}
+    for i in np.argsort(np.abs(nodes - centre)):
+        v = nodes[i]
+        found[i] = fit(v, np.concatenate([known[:2], np.clip(known[2:] / np.exp(v), -4.0, 4.0)]))
+        if abs(v - centre) < 8 * sd:
+            known = np.concatenate([found[i][2][:2], np.exp(v) * found[i][2][2:]])
+    return [found[i] for i in range(len(nodes))]
+
+
+def _laplace_given_tau_b(counties, log_tb, start):
+    """``(log Z, 0, mode)`` of ``(mu, log tau_a, z)`` given ``log tau_b`` by Laplace."""
+
+    def log_f(p):
+        return _log_f(counties, np.insert(p, 2, log_tb, axis=1))
+
+    mode, cov = _laplace(log_f, start)
+    log_det = np.linalg.slogdet(2 * np.pi * cov)[1]
+    return float(log_f(mode[None])[0] + 0.5 * log_det), 0.0, mode
+
+
+def _log_tau_b_moments(counties, centre, sd, known, points: int, passes: int = 2):
+    """Mean and sd of ``log tau_b``'s marginal, from Laplace approximations given it at
+    ``points`` nodes over ``± 8 sd`` (at most :data:`LOG_TAU_MAX`), starting from the joint
+    mode's ``centre`` and ``sd``.
+
+    The joint mode of the non-centred years can sit far from the marginal's mass (at small
+    ``tau_b`` the years' ``z`` spread over a wider volume), and its curvature then says little
+    of the marginal's width, so a rule placed by it puts too few nodes where the mass is.
+    """
+    for _ in range(passes):
+        nodes, log_w = _legendre([(centre - 8 * sd, min(centre + 8 * sd, LOG_TAU_MAX))], points)
+        found = _sweep(nodes, centre, sd, known,
+                       lambda v, start: _laplace_given_tau_b(counties, v, start))  # fmt: skip
+        log_mass = np.array([f[0] for f in found]) + log_w
+        share = np.exp(log_mass - special.logsumexp(log_mass))
+        centre = float(share @ nodes)
+        sd = float(np.sqrt(share @ (nodes - centre) ** 2))
+    return centre, sd
+
+
 def crossed_glmm_log_z(kind, y, county, year, trials=1, seed: int = 0,
                        points: int = 16) -> tuple[float, float]:  # fmt: skip
     """``(log Z, se)`` of :func:`crossed_count_hierarchy`'s model for rows ``y`` in
@@ -152,21 +207,14 @@ def crossed_glmm_log_z(kind, y, county, year, trials=1, seed: int = 0,
     finer = _Counties(kind, y, county, year, trials, 2 * INNER_POINTS - 1)
     if abs(_log_f(counties, mode[None])[0] - _log_f(finer, mode[None])[0]) > 1e-8:
         raise RuntimeError("the counties' grid is too coarse at the mode")
-    centre, sd = mode[2], np.sqrt(cov[2, 2])
-    x, w = np.polynomial.legendre.leggauss(points)
-    segments = [(centre - 8 * sd - 30.0, centre - 8 * sd), (centre - 8 * sd, centre + 8 * sd)]
-    nodes = np.concatenate([lo + (hi - lo) * (x + 1) / 2 for lo, hi in segments])
-    log_w = np.log(np.concatenate([(hi - lo) * w / 2 for lo, hi in segments]))
+    known = np.concatenate([mode[:2], np.exp(mode[2]) * mode[3:]])  # (mu, log tau_a, b)
+    centre, sd = _log_tau_b_moments(counties, mode[2], np.sqrt(cov[2, 2]), known, points)
+    lo, hi = centre - 8 * sd, min(centre + 8 * sd, LOG_TAU_MAX)
+    nodes, log_w = _legendre([(lo - 30.0, lo), (lo, hi)], points)
     rng = np.random.default_rng(seed)
-    known = np.concatenate([mode[:2], np.exp(centre) * mode[3:]])  # (mu, log tau_a, b)
-    found = []
-    for v in nodes[np.argsort(np.abs(nodes - centre))]:  # from the centre out: warm starts
-        start = np.concatenate([known[:2], np.clip(known[2:] / np.exp(v), -4.0, 4.0)])
-        found.append((v, *_given_tau_b(counties, v, start, rng, IS_DRAWS)))
-        if abs(v - centre) < 8 * sd:
-            known = np.concatenate([found[-1][3][:2], np.exp(v) * found[-1][3][2:]])
-    found.sort(key=lambda f: f[0])
-    log_z, se = np.array([f[1] for f in found]), np.array([f[2] for f in found])
+    found = _sweep(nodes, centre, sd, known,
+                   lambda v, start: _given_tau_b(counties, v, start, rng, IS_DRAWS))  # fmt: skip
+    log_z, se = np.array([f[0] for f in found]), np.array([f[1] for f in found])
     total = special.logsumexp(log_z + log_w)
     share = np.exp(log_z + log_w - total)  # each node's share of Z
     se = float(np.sqrt(np.sum((share * se) ** 2)))
