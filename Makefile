@@ -76,7 +76,7 @@ test: $(VENV)
 	@rc=0; \
 	echo "== ruff check $(LINT_PATHS)"; $(VENV)/bin/ruff check $(LINT_PATHS) || rc=1; \
 	echo "== pytest ($$($(PY) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || rc=1; \
+	$(PY) -m pytest $(XDIST) --durations=25 $(PYTEST_ARGS) || rc=1; \
 	exit $$rc
 
 test-slow: $(VENV)
@@ -87,7 +87,7 @@ test-other:
 	if [ $$rc -eq 10 ]; then echo "test-other: skipped (no Python for the other PyMC major)"; exit 0; fi; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	echo "== pytest ($$($(PY_OTHER) -c 'import sys, pymc; print("Python", sys.version.split()[0], "PyMC", pymc.__version__)'))"; \
-	$(PY_OTHER) -m pytest -m "not slow and not notebooks and not heavy" $(XDIST) $(PYTEST_ARGS)
+	$(PY_OTHER) -m pytest -m "not slow and not notebooks and not heavy" $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 check: test test-other
 
