@@ -70,6 +70,7 @@ from .smc_kernel import (
     log_incr,
     log_ratio,
     put,
+    repeated_rows,
     repeats,
     take,
 )
@@ -176,20 +177,23 @@ class ResampleMove:
 
     def _finish(self, rng, state: SMCState) -> tuple[SMCState, StageInfo]:
         """At ``beta = 1``: resample to equal weights (if needed), then move the copies
-        resampling made until they have moved apart (:meth:`~.smc_kernel.Kernel.refresh`);
-        a particle drawn once keeps its place (it already follows the posterior), so equal
-        weights move nothing. Then ``posterior_moves`` steps of every particle, within the
-        budget (:meth:`~.settings.SMCSettings.posterior_steps`): the particles a stage
-        weighted follow the posterior in expectation, but its tails, where a few particles
-        carry large weights, are short of draws."""
+        resampling made, here or at the last reweighting, until they have moved apart
+        (:meth:`~.smc_kernel.Kernel.refresh`); a particle drawn once keeps its place (it
+        already follows the posterior), so distinct particles of equal weights move
+        nothing. Then ``posterior_moves`` steps of every particle, within the budget
+        (:meth:`~.settings.SMCSettings.posterior_steps`): the particles a stage weighted
+        follow the posterior in expectation, but its tails, where a few particles carry
+        large weights, are short of draws."""
         particles, log_w, tuning = state.particles, state.log_w, state.tuning
-        n, moved, copies = log_w.size, Moved(), np.zeros(0, dtype=int)
+        n, moved = log_w.size, Moved()
         if np.ptp(log_w) > 0:
             index = resample_indices(log_w, n, rng, self.moves.settings.resampling)
             particles = take(particles, index)
             scale = self.moves.scale_of(particles.x, np.zeros(n), tuning.scale)
             tuning = replace(tuning, scale=scale)
             copies = repeats(index)
+        else:  # a reweighting that resampled left its copies on their parents
+            copies = repeated_rows(particles.x)
         step_size = tuning.step_size
         if copies.size:
             part, tuning, moved = self.moves.refresh(

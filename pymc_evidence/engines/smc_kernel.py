@@ -127,6 +127,19 @@ def repeats(index: np.ndarray) -> np.ndarray:
     return np.flatnonzero(copy)
 
 
+def repeated_rows(x: np.ndarray) -> np.ndarray:
+    """Positions of the rows of ``x`` that equal an earlier row: the copies a resampling
+    left, where its indices are gone (a reweighting that resampled at ``beta = 1``).
+
+    >>> repeated_rows(np.array([[0.5, 1.0], [0.5, 1.0], [2.0, 0.0], [0.5, 1.0]])).tolist()
+    [1, 3]
+    """
+    _, first = np.unique(x, axis=0, return_index=True)
+    copy = np.ones(len(x), dtype=bool)
+    copy[first] = False
+    return np.flatnonzero(copy)
+
+
 def concat(states) -> State:
     """The particles of several states, stacked (ARM's merged sets)."""
     return State(*(np.concatenate([getattr(s, k) for s in states]) for k in _KEYS))

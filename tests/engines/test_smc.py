@@ -145,6 +145,21 @@ def test_last_move_parts_the_copies(toy):
     assert np.unique(info.x).size >= (1 - UNMOVED_SHARE) * 400 - 1
 
 
+def test_copies_of_a_resampling_at_the_last_reweighting_are_parted(toy):
+    """A base ten times too wide gives one step to beta = 1 an ESS under the resampling
+    threshold: the reweighting resamples, and the move at beta = 1 still parts the copies
+    it left (before, equal weights there moved nothing and about a third of the
+    posterior's particles were copies)."""
+    model, _ = toy
+    wide = GaussianBase(np.zeros(1), np.eye(1) * 10.0, log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, wide)
+    rng = np.random.default_rng(SEED)
+    settings = SMCSettings(schedule=[0.0, 1.0], posterior_moves=0)
+    _, info = run_resample_move(density, wide.sample(400, rng), rng, settings)
+    assert info.resampled[-1] and info.n_moves[-1] >= MIN_REFRESH
+    assert np.unique(info.x).size >= (1 - UNMOVED_SHARE) * 400 - 1
+
+
 def test_last_move_moves_only_the_copies(toy):
     """The move at beta = 1 moves the copies resampling made and nothing else: none when
     the base is the posterior (equal weights: the particles are the base's draws), fewer
