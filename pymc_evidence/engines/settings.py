@@ -154,6 +154,11 @@ class SMCSettings:
         ``max_moves = n_moves`` moves a fixed number of steps.
     decorrelation : float
         See ``max_moves``.
+    move_weighted : bool
+        Move the particles at a stage whose last reweighting did not resample. False moves
+        only after a resampling (and at ``beta = 1``): weighted particles are still distinct
+        draws of the current target, so a move there only lowers the next increment's
+        variance, at a whole stage of density calls; the estimate stays consistent either way.
     target_accept : float
         Acceptance rate the between-stage step-size tuning aims at.
     step_gain : float
@@ -188,6 +193,7 @@ class SMCSettings:
     n_moves: int = 10
     max_moves: int = 50
     decorrelation: float = 0.1
+    move_weighted: bool = True
     target_accept: float = 0.65
     step_gain: float = 1.5
     arm: bool = False

@@ -6,7 +6,8 @@ log q``. One run (:func:`run_resample_move`) keeps ``R`` weighted particles targ
 ``pi_{beta_n}`` and, per stage,
 
 1. moves every particle by at least ``n_moves`` batched HMC steps at ``beta_n`` (none at
-   ``beta_0 = 0``: exact base draws), then more, up to ``max_moves``, while the ranks of
+   ``beta_0 = 0``: exact base draws; with ``move_weighted=False``, none where the last
+   reweighting left the particles weighted), then more, up to ``max_moves``, while the ranks of
    ``log f - log q`` (what the weights are functions of) still correlate with their values
    before the moves by more than ``decorrelation``;
 2. picks ``beta_{n+1}``: the next value of a fixed schedule, or by bisection so that the
@@ -157,7 +158,8 @@ class ResampleMove:
             )
         particles, tuning, moved = state.particles, state.tuning, Moved()
         step_size = tuning.step_size
-        if k > 0:  # at beta = 0 the particles are exact base draws
+        # at beta = 0 the particles are exact base draws; weighted ones are distinct draws
+        if k > 0 and (s.move_weighted or np.ptp(state.log_w) == 0):
             particles, tuning, moved = self.moves.move(rng, particles, beta, tuning)
         if self.schedule is not None:
             new_beta = float(self.schedule[k + 1])

@@ -32,6 +32,7 @@ __all__ = [
     "POSTERIOR_MOVES",
     "SMCOptions",
     "TARGET_ESS",
+    "default_move_weighted",
     "default_n_leapfrog",
     "default_n_moves",
     "default_n_particles",
@@ -117,6 +118,26 @@ def default_n_particles(hyperparameters: bool) -> int:
     return HYPER_PARTICLES if hyperparameters else PARTICLES
 
 
+def default_move_weighted(hyperparameters: bool, rows: int = 0) -> bool:
+    """Whether a stage moves particles its last reweighting left weighted: not on the
+    hyperparameters of an integrated hierarchy whose density call evaluates more than
+    :data:`LIGHT_ROWS` rows (:func:`~pymc_evidence.methods.smc.density_work`). There each
+    move costs every row's quadrature, and the base is a Gaussian of one bump whose
+    weighted particles carry the next increment well: the runs move after each
+    resampling and at ``beta = 1`` only, at about half the moves and a somewhat larger
+    spread. Where calls are cheap the moves' lower spread costs little (measured in
+    :doc:`/performance`, "Moves after resampling only").
+
+    Examples
+    --------
+    >>> default_move_weighted(False), default_move_weighted(True, 12_000)
+    (True, False)
+    >>> default_move_weighted(True, 100)
+    True
+    """
+    return not (hyperparameters and rows > LIGHT_ROWS)
+
+
 def default_n_moves(ndim: int) -> int:
     """The least HMC steps per stage for a model of ``ndim`` dimensions.
 
@@ -148,6 +169,7 @@ _SETTING_NAMES = (
     "max_stages",
     "max_moves",
     "decorrelation",
+    "move_weighted",
 )
 #: Attributes of the ``log_evidence`` group read from the run's settings.
 _SETTING_ATTRS = (
@@ -156,6 +178,7 @@ _SETTING_ATTRS = (
     "resampling",
     "n_leapfrog",
     "n_moves",
+    "move_weighted",
     "posterior_moves",
 )
 
@@ -181,6 +204,10 @@ class SMCOptions(MethodOptions):
     target_ess : float, optional
         None: :data:`TARGET_ESS`, or :data:`HYPER_TARGET_ESS` on an integrated
         hierarchy's hyperparameters.
+    move_weighted : bool, optional
+        Move the particles at a stage whose last reweighting did not resample; None: not
+        on an integrated hierarchy's hyperparameters whose density calls are heavy
+        (:func:`default_move_weighted`).
     posterior_moves : "auto" or int
         HMC steps of every particle at ``beta = 1``; ``"auto"``: :data:`POSTERIOR_MOVES`,
         within :data:`POSTERIOR_BUDGET` of the stages' moves on heavy density calls.
@@ -218,6 +245,7 @@ class SMCOptions(MethodOptions):
     max_stages: int = 500
     max_moves: int = 50
     decorrelation: float = 0.1
+    move_weighted: bool | None = None
     posterior_moves: int | str = "auto"
     settings: SMCSettings = field(init=False, repr=False, compare=False)
 
@@ -237,6 +265,10 @@ class SMCOptions(MethodOptions):
             values["n_leapfrog"] = default_n_leapfrog(False)
         if values["target_ess"] is None:
             values["target_ess"] = TARGET_ESS
+        if values["move_weighted"] is None:
+            values["move_weighted"] = default_move_weighted(False)
+        elif not isinstance(values["move_weighted"], bool | np.bool_):
+            raise ValueError(f"move_weighted must be a bool, got {self.move_weighted!r}")
         if self.uses_pilot:
             values["schedule"] = "adaptive"  # the pilot's; the runs get its betas
         auto = self.auto_posterior_moves
@@ -269,7 +301,7 @@ class SMCOptions(MethodOptions):
         ``ndim``, ``n_leapfrog=None`` and ``target_ess=None`` by ``hyper`` (the space is an
         integrated hierarchy's hyperparameters), the budget of ``posterior_moves="auto"``
         by the ``rows`` a density call evaluates
-        (:func:`~pymc_evidence.methods.smc.density_work`)."""
+        (:func:`~pymc_evidence.methods.smc.density_work`), ``move_weighted=None`` by both."""
         settings = self.settings
         light = rows <= LIGHT_ROWS or not self.auto_posterior_moves
         return replace(
@@ -283,6 +315,9 @@ class SMCOptions(MethodOptions):
             if hyper and self.target_ess is None
             else settings.target_ess,
             posterior_budget=float("inf") if light else POSTERIOR_BUDGET,
+            move_weighted=default_move_weighted(hyper, rows)
+            if self.move_weighted is None
+            else bool(settings.move_weighted),
         )
 
     def to_attrs(self, settings, n_particles: int, base_kind: str, n_pilot=None) -> dict:

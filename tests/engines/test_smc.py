@@ -12,6 +12,7 @@ from pymc_evidence.engines import init_state
 from pymc_evidence.engines.batched import batched_log_densities
 from pymc_evidence.engines.smc import SMCSettings, run_resample_move
 from pymc_evidence.engines.smc_kernel import MIN_REFRESH, UNMOVED_SHARE
+from tests._accuracy import assert_log_z
 
 SEED = 505
 COARSE = np.array([0.0, 0.01, 0.1, 1.0])  # a fixed schedule whose later steps are hard
@@ -79,6 +80,32 @@ def test_moves_continue_while_the_log_ratio_is_correlated(toy):
     assert np.all(moves(max_moves=3)[1:-1] == 3)
     # well-sized steps decorrelate a 1-d Gaussian within the first block
     assert np.all(moves(max_moves=50, n_leapfrog=10)[1:] <= 8)
+
+
+def test_weighted_particles_stay_put_without_move_weighted(toy):
+    """``move_weighted=False``: a stage moves only where the last reweighting resampled
+    (the particles it left weighted are distinct draws), the finishing move still runs,
+    and log Z over eight runs matches the exact value; the default moves at every stage
+    after the first."""
+    model, log_z = toy
+    base = GaussianBase(np.zeros(1), np.eye(1) * 2.0, log_zeta=0.0, kind="moments")
+    density = batched_log_densities(model, base)
+    schedule = np.linspace(0.0, 1.0, 9)
+
+    def run(seed, **kwargs):
+        rng = np.random.default_rng(seed)
+        settings = SMCSettings(schedule=schedule, n_moves=3, **kwargs)
+        return run_resample_move(density, base.sample(400, rng), rng, settings)
+
+    runs = [run(SEED + i, move_weighted=False) for i in range(8)]
+    for _, info in runs:
+        resampled = info.resampled[1:-1].astype(bool)
+        np.testing.assert_array_equal(info.n_moves[1:-1] > 0, resampled)
+        assert info.n_moves[-1] > 0
+    assert any(info.resampled[1:-1].any() and not info.resampled[1:-1].all() for _, info in runs)
+    values = np.array([value for value, _ in runs])
+    assert_log_z((values.mean(), values.std(ddof=1) / np.sqrt(8)), log_z, abs_tol=0.06)
+    assert np.all(run(SEED)[1].n_moves[1:] > 0)
 
 
 def _correlated(rho: float):
