@@ -97,6 +97,23 @@ def test_adaptive_schedule_per_run_is_still_offered(regression):
         _estimate(regression.model, "smc", pilot_particles=1)
 
 
+def test_pilot_moves_at_every_stage_whatever_move_weighted_says(regression):
+    """``move_weighted=False`` leaves the runs' weighted particles in place, not the
+    pilot's: the schedule is the one the moves give, and the runs move less on it."""
+    idata = {}
+    for flag in (True, False):
+        idata[flag], est = _estimate(
+            regression.model, "smc", base="prior", n_particles=300, move_weighted=flag
+        )
+        assert_log_z(est, regression.log_z, abs_tol=0.15, se_max=0.15)
+    on, off = (get_group(idata[flag], "log_evidence") for flag in (True, False))
+    np.testing.assert_array_equal(on.attrs["schedule_betas"], off.attrs["schedule_betas"])
+    assert not off.attrs["move_weighted"] and on.attrs["move_weighted"]
+    assert np.nansum(off["n_moves"]) < np.nansum(on["n_moves"])
+    with pytest.raises(ValueError, match="move_weighted"):
+        _estimate(regression.model, "smc", move_weighted="no")
+
+
 def test_arm_expands_on_coarse_fixed_schedule(regression, advi_bases):
     """ARM adds particles where the coarse steps are hard, stays within (i_max+1) R, is exact."""
     base = advi_bases[regression.name]
